@@ -1,0 +1,41 @@
+"""neocorrag core: mine evidence chains from retrieved passages and refine the context.
+
+Framework-free: imports neither LangChain nor LlamaIndex. Heavy models load lazily.
+"""
+
+from neocorrag_core.config import MinerConfig
+from neocorrag_core.miner import EvidenceChainMiner
+from neocorrag_core.triples import (
+    ChainedTripleSource,
+    MetadataTripleSource,
+    OpenIETripleSource,
+    TripleSource,
+)
+from neocorrag_core.types import (
+    DroppedPassage,
+    EvidenceChain,
+    KeepReason,
+    KeptPassage,
+    MiningResult,
+    Passage,
+    Triple,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ChainedTripleSource",
+    "DroppedPassage",
+    "EvidenceChain",
+    "EvidenceChainMiner",
+    "KeepReason",
+    "KeptPassage",
+    "MetadataTripleSource",
+    "MinerConfig",
+    "MiningResult",
+    "OpenIETripleSource",
+    "Passage",
+    "Triple",
+    "TripleSource",
+    "__version__",
+]

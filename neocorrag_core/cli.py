@@ -1,0 +1,211 @@
+"""Command line: ``neocorrag demo`` (more commands arrive with the eval and index work)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import textwrap
+import time
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from neocorrag_core.config import MinerConfig
+from neocorrag_core.miner import EvidenceChainMiner
+from neocorrag_core.types import MiningResult, Passage
+
+RULE = "=" * 78
+
+
+def load_demo_questions(path: str | Path | None = None) -> list[dict[str, Any]]:
+    """The bundled MuSiQue sample, or a file in the same format (see data/README.md)."""
+    if path is None:
+        text = (
+            resources.files("neocorrag_core")
+            .joinpath("data/demo_questions.json")
+            .read_text(encoding="utf-8")
+        )
+    else:
+        text = Path(path).read_text(encoding="utf-8")
+    data = json.loads(text)
+    questions = data["questions"] if isinstance(data, dict) else data
+    if not isinstance(questions, list) or not questions:
+        raise ValueError("demo data must hold a non-empty list of questions")
+    return questions
+
+
+def dense_top_k(embedder: Any, question: str, passages: Sequence[Passage], k: int) -> list[Passage]:
+    """Plain dense retrieval (cosine of ``title: text``), standing in for the user's retriever."""
+    query_vec = embedder.embed([question])[0]
+    doc_vecs = embedder.embed([f"{p.title}: {p.text}" if p.title else p.text for p in passages])
+    order = sorted(range(len(passages)), key=lambda i: -float(doc_vecs[i] @ query_vec))
+    return [passages[i] for i in order[:k]]
+
+
+def _short(text: str, width: int) -> str:
+    return textwrap.shorten(" ".join(text.split()), width=width, placeholder=" ...")
+
+
+def _format_seconds(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def print_result(
+    index: int,
+    total: int,
+    item: dict[str, Any],
+    retrieved: list[Passage],
+    result: MiningResult,
+    decoding: str,
+    out: Any = sys.stdout,
+) -> None:
+    """Show one question's run: retrieval, chains, what was kept or dropped and why, timings."""
+    gold = {p["id"] for p in item["paragraphs"] if p.get("is_supporting")}
+
+    def mark(passage: Passage) -> str:
+        return " [gold]" if passage.id in gold else ""
+
+    def w(line: str = "") -> None:
+        print(line, file=out)
+
+    w(RULE)
+    w(f"Question {index}/{total}: {item['question']}")
+    w(f"Reference answer: {item.get('answer', '?')}")
+    w(RULE)
+    w(f"Retrieved passages (dense top-{len(retrieved)} of {len(item['paragraphs'])}):")
+    for rank, p in enumerate(retrieved, start=1):
+        n = len(p.metadata.get("triples") or [])
+        w(f"  [{rank}] {p.title}{mark(p)} ({n} triples): {_short(p.text, 70)}")
+    w(f"Query entities: {', '.join(result.query_entities) or '-'}")
+    seed_note = f" (fallback: {result.seed_fallback})" if result.seed_fallback else ""
+    w(f"Seed nodes: {', '.join(result.seed_nodes) or '-'}{seed_note}")
+    w(f"Candidate chains found: {result.num_candidates}")
+    if result.fallback:
+        w(f"No filtering: {result.fallback} -> the retrieved passages pass through unchanged")
+    w(f"Chains chosen ({decoding}):")
+    for i, chain in enumerate(result.chains, start=1):
+        lm = f", LM log-prob/token {chain.lm_logprob:.2f}" if chain.lm_logprob is not None else ""
+        w(f"  {i}. {chain.text}")
+        w(f"     (search score {chain.search_score:.3f}{lm})")
+    w("Kept:")
+    for kept in result.kept:
+        w(f"  [{kept.rank}] {kept.passage.title}{mark(kept.passage)}: {kept.explain()}")
+    w("Dropped:")
+    for dropped in result.dropped or []:
+        w(
+            f"  [{dropped.rank}] {dropped.passage.title}{mark(dropped.passage)}: below the top-N "
+            "and supports no chosen chain"
+        )
+    if not result.dropped:
+        w("  (none)")
+    context = result.context()
+    before = sum(len(p.text) + len(p.title) + 2 for p in retrieved)
+    w(f"Answer-ready context ({len(context)} chars; the retrieved passages were {before}):")
+    for line in context.splitlines():
+        w("  | " + _short(line, 110) if line else "  |")
+    timings = " | ".join(f"{k} {_format_seconds(v)}" for k, v in result.timings.items())
+    w(f"Timings: {timings}")
+    if result.prompt_tokens or result.generated_tokens:
+        w(f"LM tokens: {result.prompt_tokens} prompt, {result.generated_tokens} generated")
+    w()
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Run the miner on the bundled sample with the default (or given) models."""
+    questions = load_demo_questions(args.data)[: args.questions]
+    config = MinerConfig(decoding=args.decoding)
+    miner = EvidenceChainMiner(config, embedder=args.embedder, lm=args.lm, show_progress=True)
+    print("Preparing the embedder ...", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    miner.embedder.embed(["warm-up"])
+    print(f"  ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    if config.decoding != "none":
+        print(
+            "Preparing the LM (the first run assembles and converts the bundled model once; "
+            "later runs load it in seconds) ...",
+            file=sys.stderr,
+            flush=True,
+        )
+        started = time.perf_counter()
+        lm = miner.lm
+        print(f"  {lm.name} ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    kept_gold = retrieved_gold = kept_total = retrieved_total = 0
+    for i, item in enumerate(questions, start=1):
+        passages = [
+            Passage(
+                id=str(p["id"]),
+                text=p["text"],
+                title=p.get("title", ""),
+                metadata={"triples": p.get("triples", [])},
+            )
+            for p in item["paragraphs"]
+        ]
+        retrieved = dense_top_k(miner.embedder, item["question"], passages, args.top_k)
+        result = miner.mine(item["question"], retrieved)
+        print_result(i, len(questions), item, retrieved, result, config.decoding)
+        gold = {p["id"] for p in item["paragraphs"] if p.get("is_supporting")}
+        retrieved_gold += len(gold & {p.id for p in retrieved})
+        kept_gold += len(gold & {p.id for p in result.passages})
+        retrieved_total += len(retrieved)
+        kept_total += len(result.passages)
+    n = len(questions)
+    print(RULE)
+    print(
+        f"Summary over {n} question(s): passages to the reader {retrieved_total / n:.1f} -> "
+        f"{kept_total / n:.1f} per question; gold passages kept {kept_gold}/{retrieved_gold} "
+        "of those retrieved."
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``neocorrag`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="neocorrag",
+        description="Evidence-chain refinement of retrieved context (NeocorRAG).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser(
+        "demo",
+        help="mine evidence chains on bundled multi-hop questions with the default models",
+        description="Retrieve the top-k paragraphs of a few bundled MuSiQue questions, mine "
+        "evidence chains, and show which passages are kept or dropped and why.",
+    )
+    demo.add_argument(
+        "--decoding",
+        choices=["beam", "rank", "none"],
+        default="beam",
+        help="stage b: constrained beam search (default), exact ranking, or none",
+    )
+    demo.add_argument("--questions", type=int, default=5, help="how many questions (default 5)")
+    demo.add_argument("--top-k", type=int, default=5, help="passages retrieved per question")
+    demo.add_argument("--lm", default=None, help="HF id or local path of the decoding LM")
+    demo.add_argument("--embedder", default=None, help="sentence-transformers name or path")
+    demo.add_argument("--data", default=None, help="a JSON file in the demo sample's format")
+    demo.add_argument("-v", "--verbose", action="store_true", help="log what the engine does")
+    demo.set_defaults(func=run_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``neocorrag`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if getattr(args, "questions", 1) < 1 or getattr(args, "top_k", 1) < 1:
+        parser.error("--questions and --top-k must be at least 1")
+    try:
+        return int(args.func(args))
+    except (ImportError, OSError, ValueError, RuntimeError) as exc:
+        print(f"neocorrag {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

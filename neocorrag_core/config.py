@@ -1,0 +1,126 @@
+"""Configuration of the miner. Defaults follow NeocorRAG Table 5 (MuSiQue/2Wiki/HotpotQA column)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Literal
+
+DecodingMode = Literal["beam", "rank", "none"]
+EntityMode = Literal["auto", "ngram", "spacy"]
+
+
+@dataclass(frozen=True)
+class MinerConfig:
+    """Hyper-parameters of the three stages.
+
+    Stage a (candidate search)
+        tau_node: Eq. 2 threshold on cos(node, aggregated query entities).
+        max_path_length: L of Eq. 5; paths longer than L are penalised by alpha.
+        alpha: attenuation per hop beyond L (Eq. 5 length penalty).
+        beta: activation reward base per triple with similarity >= tau_boost (Eq. 5).
+        tau_edge: Eq. 4 pruning threshold on cos(triple, query).
+        tau_boost: Eq. 5 activation threshold; the paper requires tau_boost >= tau_edge.
+        max_hops: K, the DFS depth limit. The paper leaves K open; 4 covers the
+            2-4 hop questions of MuSiQue/2Wiki/HotpotQA, deeper search only spends
+            the work caps. Set it above ``max_path_length`` to let the penalty act.
+        num_candidates: M, top-scored paths handed to decoding (Table 5: 60).
+        seed_fallback_per_entity: when nothing reaches tau_node, the best-matching
+            nodes taken per query entity (our documented fallback to Eq. 2).
+        seed_fallback_min_similarity: a fallback seed must still be this similar.
+        max_seeds: cap on seed nodes, best first.
+        max_expansions: cap on DFS edge expansions per query, so a dense graph cannot hang.
+        max_paths: cap on paths scored per query (the heap keeps the best M).
+        query_entities: how E_q is found: ``"ngram"`` (query n-grams matched to graph
+            nodes, no dependency), ``"spacy"`` (NER, needs the spacy extra), ``"auto"``
+            (spaCy when a model is installed, else n-grams).
+
+    Stage b (decoding)
+        decoding: ``"beam"`` (trie-constrained beam search), ``"rank"`` (exact
+            length-normalized log-likelihood of every candidate) or ``"none"``
+            (search scores only, no LM).
+        beam_width: k beams, and the number of chains returned (Table 5: 5).
+        include_passages_in_prompt: put the retrieved passages in the decoding
+            prompt; measured to matter when candidates differ in one entity.
+        prompt_passages: how many passages (best-ranked first) go into the decoding
+            prompt (Table 5, "Number of GCD Docs": 5); bounds prefill cost when 20-50
+            passages are retrieved.
+        max_passage_chars: each passage is cut to this length in the prompt.
+        rank_batch_size: candidates scored per forward pass in ``"rank"`` mode.
+
+    Stage c (refine)
+        top_n: passages kept by retrieval rank alone (Table 5: 2).
+    """
+
+    tau_node: float = 0.90
+    max_path_length: int = 10
+    alpha: float = 0.9
+    beta: float = 1.1
+    tau_edge: float = 0.45
+    tau_boost: float = 0.45
+    max_hops: int = 4
+    num_candidates: int = 60
+    seed_fallback_per_entity: int = 2
+    seed_fallback_min_similarity: float = 0.5
+    max_seeds: int = 16
+    max_expansions: int = 20_000
+    max_paths: int = 20_000
+    query_entities: EntityMode = "auto"
+
+    decoding: DecodingMode = "beam"
+    beam_width: int = 5
+    include_passages_in_prompt: bool = True
+    prompt_passages: int = 5
+    max_passage_chars: int = 700
+    rank_batch_size: int = 16
+
+    top_n: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("tau_node", "tau_edge", "tau_boost", "seed_fallback_min_similarity"):
+            value = getattr(self, name)
+            if not -1.0 <= value <= 1.0:
+                raise ValueError(f"{name} is a cosine threshold in [-1, 1], got {value}")
+        if self.tau_boost < self.tau_edge:
+            raise ValueError(
+                f"tau_boost ({self.tau_boost}) must be >= tau_edge ({self.tau_edge}), "
+                "as the paper requires: only triples that pass pruning may earn the reward"
+            )
+        if not 0.0 < self.alpha <= 1.0:
+            raise ValueError(f"alpha is an attenuation in (0, 1], got {self.alpha}")
+        if self.beta < 1.0:
+            raise ValueError(f"beta is an activation reward >= 1, got {self.beta}")
+        for name in (
+            "max_path_length",
+            "max_hops",
+            "num_candidates",
+            "seed_fallback_per_entity",
+            "max_seeds",
+            "max_expansions",
+            "max_paths",
+            "beam_width",
+            "prompt_passages",
+            "max_passage_chars",
+            "rank_batch_size",
+        ):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.top_n < 0:
+            raise ValueError(f"top_n must be >= 0, got {self.top_n}")
+        if self.decoding not in ("beam", "rank", "none"):
+            raise ValueError(f"decoding must be 'beam', 'rank' or 'none', got {self.decoding!r}")
+        if self.query_entities not in ("auto", "ngram", "spacy"):
+            raise ValueError(
+                f"query_entities must be 'auto', 'ngram' or 'spacy', got {self.query_entities!r}"
+            )
+
+    def with_overrides(self, **changes: Any) -> MinerConfig:
+        """A copy with some fields changed (validated like the original)."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TypeError(f"unknown MinerConfig field(s): {', '.join(unknown)}")
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict, e.g. for logging or serialising an adapter's configuration."""
+        return asdict(self)

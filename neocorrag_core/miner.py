@@ -1,0 +1,242 @@
+"""``EvidenceChainMiner``: wires the three stages together; holds no algorithm of its own."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from neocorrag_core.config import MinerConfig
+from neocorrag_core.entities import QueryEntityExtractor
+from neocorrag_core.graph import EvidenceGraph
+from neocorrag_core.refine import passthrough, refine_passages
+from neocorrag_core.search import search_paths, select_seeds, to_chain
+from neocorrag_core.triples import MetadataTripleSource, TripleSource
+from neocorrag_core.types import EvidenceChain, MiningResult, Passage
+
+logger = logging.getLogger(__name__)
+
+
+class EvidenceChainMiner:
+    """Turns (question, retrieved passages) into evidence chains and a refined context.
+
+    Args:
+        config: hyper-parameters; defaults are the paper's Table 5.
+        embedder: anything :func:`neocorrag_core.models.resolve_embedder` accepts;
+            ``None`` means the bundled MiniLM.
+        lm: anything :func:`neocorrag_core.models.resolve_lm` accepts; ``None`` means
+            the bundled Qwen2.5-Coder-0.5B-Instruct. Never loaded when
+            ``config.decoding == "none"``.
+        triple_source: where triples come from; defaults to ``Passage.metadata["triples"]``.
+        show_progress: show progress bars while the default models are prepared.
+
+    Models are resolved on first use and cached on the instance, so constructing
+    a miner is cheap and one miner can serve several adapters.
+    """
+
+    def __init__(
+        self,
+        config: MinerConfig | None = None,
+        *,
+        embedder: Any = None,
+        lm: Any = None,
+        triple_source: TripleSource | None = None,
+        show_progress: bool = False,
+    ) -> None:
+        self.config = config or MinerConfig()
+        self.triple_source: TripleSource = triple_source or MetadataTripleSource()
+        self.show_progress = show_progress
+        self._embedder_spec = embedder
+        self._lm_spec = lm
+        self._embedder: Any = None
+        self._lm: Any = None
+        self._entities = QueryEntityExtractor(self.config.query_entities)
+
+    @property
+    def embedder(self) -> Any:
+        """The resolved :class:`~neocorrag_core.models.TextEmbedder` (loaded on first use)."""
+        if self._embedder is None:
+            from neocorrag_core.models import resolve_embedder
+
+            self._embedder = resolve_embedder(self._embedder_spec)
+        return self._embedder
+
+    @property
+    def lm(self) -> Any:
+        """The resolved :class:`~neocorrag_core.models.LanguageModel` (loaded on first use)."""
+        if self._lm is None:
+            from neocorrag_core.models import resolve_lm
+
+            self._lm = resolve_lm(self._lm_spec, show_progress=self.show_progress)
+        return self._lm
+
+    def mine(self, query: str, passages: Sequence[Passage], **overrides: Any) -> MiningResult:
+        """Mine chains from ``passages`` (in retrieval order) and refine them for ``query``.
+
+        Keyword overrides change config fields for this call only, e.g.
+        ``mine(q, ps, decoding="rank")``. Never returns an empty context for
+        non-empty input: when there is nothing to filter with, the passages pass
+        through unchanged and ``result.fallback`` says why.
+        """
+        config = self.config.with_overrides(**overrides) if overrides else self.config
+        _validate_inputs(query, passages)
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        result = self._mine(query, list(passages), config, timings)
+        timings["total"] = time.perf_counter() - started
+        result.timings = timings
+        return result
+
+    def _mine(
+        self, query: str, passages: list[Passage], config: MinerConfig, timings: dict[str, float]
+    ) -> MiningResult:
+        def fallback(reason: str, **extra: Any) -> MiningResult:
+            return MiningResult(query, [], passthrough(passages), [], 0, fallback=reason, **extra)
+
+        if not passages:
+            return MiningResult(query, [], [], [], 0, fallback="no_passages")
+
+        with _timed(timings, "triples"):
+            per_passage = self.triple_source.triples_for(passages)
+        if len(per_passage) != len(passages):
+            raise RuntimeError(
+                f"{type(self.triple_source).__name__}.triples_for returned {len(per_passage)} "
+                f"lists for {len(passages)} passages; it must return one list per passage"
+            )
+        with _timed(timings, "graph"):
+            graph = EvidenceGraph.from_triples(t for ts in per_passage for t in ts)
+        if not graph.triples:
+            return fallback("no_triples")
+
+        with _timed(timings, "entities"):
+            entities = self._entities(query, graph.nodes)
+
+        with _timed(timings, "embed"):
+            nodes = graph.nodes
+            texts = [query, *entities, *(graph.surface[n] for n in nodes)]
+            texts += [t.text for t in graph.triples]
+            vectors = self.embedder.embed(texts)
+            query_vec = vectors[0]
+            entity_vecs = vectors[1 : 1 + len(entities)]
+            node_vecs = vectors[1 + len(entities) : 1 + len(entities) + len(nodes)]
+            triple_vecs = vectors[1 + len(entities) + len(nodes) :]
+
+        with _timed(timings, "search"):
+            seeds = select_seeds(nodes, node_vecs, entity_vecs, query_vec, config)
+            paths, stats = search_paths(graph, seeds.nodes, triple_vecs, query_vec, config)
+            candidates = _unique_by_text([to_chain(graph, p) for p in paths])
+        if stats.truncated:
+            logger.info("chain search hit its work cap: %s", "; ".join(stats.notes))
+        found = {
+            "query_entities": entities,
+            "seed_nodes": [graph.surface[n] for n in seeds.nodes],
+            "seed_fallback": seeds.fallback,
+        }
+        if not seeds.nodes:
+            return fallback("no_seed_nodes", **found)
+        if not candidates:
+            return fallback("no_candidate_chains", **found)
+
+        with _timed(timings, "decode"):
+            chains, prompt_tokens, generated_tokens = self._decode(
+                query, entities, passages, candidates, config
+            )
+        if not chains:
+            return fallback("decoding_returned_no_chain", **found)
+
+        with _timed(timings, "refine"):
+            kept, dropped = refine_passages(passages, chains, config.top_n)
+        return MiningResult(
+            query,
+            chains,
+            kept,
+            dropped,
+            len(candidates),
+            prompt_tokens=prompt_tokens,
+            generated_tokens=generated_tokens,
+            **found,
+        )
+
+    def _decode(
+        self,
+        query: str,
+        entities: list[str],
+        passages: list[Passage],
+        candidates: list[EvidenceChain],
+        config: MinerConfig,
+    ) -> tuple[list[EvidenceChain], int, int]:
+        """Stage b: pick chains among the candidates; returns (chains, prompt, generated tokens)."""
+        if config.decoding == "none":
+            return candidates[: config.beam_width], 0, 0
+        from neocorrag_core.decoding import beam_decode, build_prompt_ids, rank_candidates
+
+        lm = self.lm
+        prompt_ids = build_prompt_ids(
+            lm,
+            query,
+            entities,
+            passages[: config.prompt_passages],
+            max_passage_chars=config.max_passage_chars,
+            include_passages=config.include_passages_in_prompt,
+        )
+        texts = [c.text for c in candidates]
+        if config.decoding == "beam":
+            output = beam_decode(lm, prompt_ids, texts, num_beams=config.beam_width)
+        else:
+            output = rank_candidates(
+                lm, prompt_ids, texts, top_k=config.beam_width, batch_size=config.rank_batch_size
+            )
+        chains = [
+            EvidenceChain(
+                candidates[c.index].triples,
+                candidates[c.index].text,
+                candidates[c.index].search_score,
+                c.logprob,
+            )
+            for c in output.choices
+        ]
+        return chains, output.prompt_tokens, output.generated_tokens
+
+
+def _validate_inputs(query: str, passages: Sequence[Passage]) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("query must be a non-empty string")
+    if isinstance(passages, (str, bytes)) or not isinstance(passages, Sequence):
+        raise TypeError("passages must be a sequence of Passage objects, in retrieval order")
+    ids: set[str] = set()
+    for i, passage in enumerate(passages):
+        if not isinstance(passage, Passage):
+            raise TypeError(
+                f"passages[{i}] is a {type(passage).__name__}; wrap documents as "
+                "neocorrag_core.Passage(id=..., text=...)"
+            )
+        if passage.id in ids:
+            raise ValueError(
+                f"duplicate passage id {passage.id!r}: ids must be unique, since kept passages "
+                "are found by which passage a chain's triples came from"
+            )
+        ids.add(passage.id)
+
+
+def _unique_by_text(chains: list[EvidenceChain]) -> list[EvidenceChain]:
+    seen: set[str] = set()
+    unique: list[EvidenceChain] = []
+    for chain in chains:
+        if chain.text not in seen:
+            seen.add(chain.text)
+            unique.append(chain)
+    return unique
+
+
+@contextmanager
+def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - started
+
+
+__all__ = ["EvidenceChainMiner"]

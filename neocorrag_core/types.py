@@ -1,0 +1,146 @@
+"""Plain data passed between the stages of the engine.
+
+Every stage takes and returns these frozen dataclasses, so each stage can be
+tested alone and the adapters only translate framework objects to and from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One retrieved document, in retrieval order (rank 1 first) when passed to the miner.
+
+    ``metadata`` may carry precomputed triples under ``"triples"`` (see
+    :class:`neocorrag_core.triples.MetadataTripleSource`).
+    """
+
+    id: str
+    text: str
+    title: str = ""
+    score: float | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"Passage.id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.text, str):
+            raise TypeError(f"Passage.text must be a string, got {type(self.text).__name__}")
+
+
+@dataclass(frozen=True)
+class Triple:
+    """A knowledge-graph fact ``(subject, relation, object)`` and the passages it came from."""
+
+    subject: str
+    relation: str
+    object: str
+    source_ids: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The sentence-like form that is embedded and compared with the query."""
+        return f"{self.subject} {self.relation} {self.object}"
+
+    def key(self) -> tuple[str, str, str]:
+        """Identity of the fact, independent of where it was found."""
+        return (self.subject, self.relation, self.object)
+
+
+@dataclass(frozen=True)
+class EvidenceChain:
+    """A path of triples through the evidence graph, linearized as ``h - r -> t - r2 -> t2``.
+
+    ``text`` is exactly the candidate string the decoder chose, byte for byte.
+    ``lm_logprob`` is the length-normalized log-probability the LM gave it
+    (``None`` when decoding was ``"none"``).
+    """
+
+    triples: tuple[Triple, ...]
+    text: str
+    search_score: float
+    lm_logprob: float | None = None
+
+    @property
+    def source_ids(self) -> frozenset[str]:
+        """Ids of every passage that supplied a triple of this chain."""
+        return frozenset(pid for triple in self.triples for pid in triple.source_ids)
+
+
+class KeepReason(str, Enum):
+    """Why a passage survived refinement."""
+
+    TOP_N = "top_n"
+    """Within the top-N retrieval ranks, kept unconditionally (Eq. 8, D_topN)."""
+    CHAIN = "chain"
+    """Lower-ranked, but the source of a triple in a decoded chain (Eq. 8, D_supplement)."""
+    PASSTHROUGH = "passthrough"
+    """The engine found nothing to filter with, so the input went through unchanged."""
+
+
+@dataclass(frozen=True)
+class KeptPassage:
+    """A passage of the refined context, with the reason it was kept."""
+
+    passage: Passage
+    rank: int
+    reason: KeepReason
+    chain_indices: tuple[int, ...] = ()
+
+    def explain(self) -> str:
+        """One human-readable line saying why this passage is in the context."""
+        if self.reason is KeepReason.TOP_N:
+            return f"retrieval rank {self.rank} is within the top-N"
+        if self.reason is KeepReason.CHAIN:
+            chains = ", ".join(f"#{i + 1}" for i in self.chain_indices)
+            return f"source of a triple in evidence chain {chains}"
+        return "passed through unchanged (no filtering evidence)"
+
+
+@dataclass(frozen=True)
+class DroppedPassage:
+    """A passage removed by refinement: below the top-N and supporting no chosen chain."""
+
+    passage: Passage
+    rank: int
+
+
+@dataclass
+class MiningResult:
+    """Everything one ``mine`` call produced, including what it cost and why it fell back."""
+
+    query: str
+    chains: list[EvidenceChain]
+    kept: list[KeptPassage]
+    dropped: list[DroppedPassage]
+    num_candidates: int
+    timings: dict[str, float] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    fallback: str | None = None
+    seed_fallback: str | None = None
+    query_entities: list[str] = field(default_factory=list)
+    seed_nodes: list[str] = field(default_factory=list)
+
+    @property
+    def passages(self) -> list[Passage]:
+        """The refined passages, in their original retrieval order."""
+        return [k.passage for k in self.kept]
+
+    @property
+    def chain_text(self) -> str:
+        """The chains rendered as a short block for the answering model ('' when none)."""
+        from neocorrag_core.refine import render_chains
+
+        return render_chains(self.chains)
+
+    def context(self, *, chains_first: bool = True) -> str:
+        """Answer-ready context: the chain block and the kept passages."""
+        from neocorrag_core.refine import render_context
+
+        return render_context(self, chains_first=chains_first)

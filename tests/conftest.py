@@ -1,0 +1,79 @@
+"""Shared fixtures: offline mode, deterministic fake embedders, tiny models."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).parent))
+
+# Tiny models run fastest single-threaded; on a busy 2-core machine torch's thread
+# pool made a 32x32 matmul ~1000x slower. Real-model tests are few and short.
+torch.set_num_threads(1)
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+class TableEmbedder:
+    """Embeds from a fixed text -> vector table (unknown texts get a hashed random vector).
+
+    Lets search tests set exact cosines and check Eq. 5 by hand.
+    """
+
+    def __init__(self, table: dict[str, list[float]], dim: int | None = None) -> None:
+        self.table = {k: np.asarray(v, dtype=np.float32) for k, v in table.items()}
+        self.dim = dim or len(next(iter(table.values())))
+        self.calls: list[list[str]] = []
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        rows = []
+        for text in texts:
+            if text in self.table:
+                rows.append(self.table[text])
+            else:
+                seed = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+                rows.append(np.random.default_rng(seed).normal(size=self.dim).astype(np.float32))
+        return np.stack(rows)
+
+
+def bag_of_words_embedder(dim: int = 256):
+    """Hashed bag-of-words vectors: texts sharing words are similar. Deterministic, no model."""
+
+    def encode(texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.casefold()):
+                digest = hashlib.sha256(word.encode()).digest()
+                out[row, int.from_bytes(digest[:4], "little") % dim] += 1.0
+        return out
+
+    return encode
+
+
+@pytest.fixture
+def bow_embedder():
+    """A TextEmbedder over hashed bag-of-words vectors."""
+    from neocorrag_core.models import resolve_embedder
+
+    return resolve_embedder(bag_of_words_embedder())
+
+
+@pytest.fixture(scope="session")
+def tiny_lm():
+    """A tiny random Llama wrapped as a LanguageModel (built once per session)."""
+    from tiny_models import build_tiny_lm
+
+    from neocorrag_core.models import resolve_lm
+
+    model, tokenizer = build_tiny_lm(seed=0)
+    return resolve_lm((model, tokenizer))

@@ -1,0 +1,35 @@
+"""Query entities E_q: n-gram matching to graph nodes and capitalized spans."""
+
+from __future__ import annotations
+
+import pytest
+
+from neocorrag_core.entities import QueryEntityExtractor, capitalized_spans, ngram_entities
+
+
+def test_capitalized_spans_join_of_and_strip_possessives():
+    query = "When did Hello Love's performer join the Bank of America in 1962?"
+    assert capitalized_spans(query) == ["Hello Love", "Bank of America", "1962"]
+
+
+def test_ngram_entities_prefer_longest_node_match():
+    nodes = [
+        "journal of psychotherapy integration",
+        "psychotherapy",
+        "american psychological association",
+    ]
+    query = (
+        "Who was the first president of the association which published "
+        "Journal of Psychotherapy Integration?"
+    )
+    assert ngram_entities(query, nodes) == ["Journal of Psychotherapy Integration"]
+
+
+def test_ngram_entities_fall_back_to_content_words():
+    entities = ngram_entities("what is the term for church courts?", [])
+    assert entities == ["term", "church", "courts"]
+
+
+def test_extractor_rejects_unknown_mode():
+    with pytest.raises(ValueError, match="mode"):
+        QueryEntityExtractor("llm")

@@ -1,0 +1,164 @@
+"""The miner end to end on tiny models: contracts that hold for every decoding mode."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import bag_of_words_embedder
+
+from neocorrag_core import EvidenceChainMiner, KeepReason, MinerConfig, Passage
+from neocorrag_core.search import search_paths
+
+TRIPLES = {
+    "p1": [["Van Hook Township", "located in", "Mountrail County"]],
+    "p2": [["Lake Sakakawea", "borders", "Mountrail County"]],
+    "p3": [["Paris", "capital of", "France"]],
+    "p4": [["Mountrail County", "capital", "Stanley"], ["Stanley", "population", "2321"]],
+    "p5": [["Berlin", "capital of", "Germany"]],
+}
+
+
+def make_passages() -> list[Passage]:
+    return [
+        Passage(pid, text=f"passage {pid}", title=pid.upper(), metadata={"triples": TRIPLES[pid]})
+        for pid in ("p1", "p2", "p3", "p4", "p5")
+    ]
+
+
+QUERY = "What is the capital of the county where Van Hook Township is located?"
+
+
+def miner_for(decoding: str, tiny_lm=None, **config) -> EvidenceChainMiner:
+    cfg = MinerConfig(decoding=decoding, tau_edge=0.1, tau_boost=0.1, **config)
+    return EvidenceChainMiner(cfg, embedder=bag_of_words_embedder(), lm=tiny_lm)
+
+
+@pytest.mark.parametrize("decoding", ["none", "beam", "rank"])
+def test_every_chain_is_a_candidate_and_every_kept_passage_has_a_reason(decoding, tiny_lm):
+    miner = miner_for(decoding, tiny_lm)
+    passages = make_passages()
+    result = miner.mine(QUERY, passages)
+    assert result.fallback is None
+    assert result.chains, "expected at least one chain"
+    assert 1 <= len(result.chains) <= miner.config.beam_width
+    # Recompute the candidate set independently and check membership byte for byte.
+    candidates = _candidate_texts(miner, passages)
+    assert result.num_candidates == len(candidates)
+    assert all(chain.text in candidates for chain in result.chains)
+    assert len({c.text for c in result.chains}) == len(result.chains)
+    assert result.passages, "context must never be empty"
+    assert all(k.explain() for k in result.kept)
+    kept_ids = [p.id for p in result.passages]
+    assert kept_ids == [p.id for p in passages if p.id in kept_ids]  # original order
+    assert kept_ids[:2] == ["p1", "p2"]
+    for kept in result.kept[2:]:
+        assert kept.reason is KeepReason.CHAIN
+        assert any(kept.passage.id in result.chains[i].source_ids for i in kept.chain_indices)
+    assert {"triples", "graph", "embed", "search", "decode", "refine", "total"} <= set(
+        result.timings
+    )
+    if decoding == "none":
+        assert result.prompt_tokens == result.generated_tokens == 0
+        assert all(c.lm_logprob is None for c in result.chains)
+    else:
+        assert result.prompt_tokens > 0
+        assert all(c.lm_logprob is not None for c in result.chains)
+
+
+def _candidate_texts(miner: EvidenceChainMiner, passages: list[Passage]) -> set[str]:
+    from neocorrag_core.graph import EvidenceGraph
+    from neocorrag_core.search import select_seeds, to_chain
+
+    triples = miner.triple_source.triples_for(passages)
+    graph = EvidenceGraph.from_triples(t for ts in triples for t in ts)
+    entities = miner._entities(QUERY, graph.nodes)
+    emb = miner.embedder
+    seeds = select_seeds(
+        graph.nodes,
+        emb.embed([graph.surface[n] for n in graph.nodes]),
+        emb.embed(entities),
+        emb.embed([QUERY])[0],
+        miner.config,
+    )
+    paths, _ = search_paths(
+        graph,
+        seeds.nodes,
+        emb.embed([t.text for t in graph.triples]),
+        emb.embed([QUERY])[0],
+        miner.config,
+    )
+    return {to_chain(graph, p).text for p in paths}
+
+
+def test_chain_passage_below_top_n_is_kept_and_noise_dropped():
+    result = miner_for("none").mine(QUERY, make_passages())
+    kept = {k.passage.id: k.reason for k in result.kept}
+    assert kept.get("p4") is KeepReason.CHAIN  # Mountrail County - capital -> Stanley
+    assert "p3" not in kept and "p5" not in kept
+    assert {d.passage.id for d in result.dropped} == {"p3", "p5"}
+
+
+def test_no_triples_passes_input_through():
+    passages = [Passage("a", "plain text"), Passage("b", "more text")]
+    result = miner_for("none").mine("Where is Stanley?", passages)
+    assert result.fallback == "no_triples"
+    assert result.chains == []
+    assert [k.reason for k in result.kept] == [KeepReason.PASSTHROUGH] * 2
+    assert result.passages == passages
+
+
+def test_no_candidate_chain_passes_input_through():
+    miner = EvidenceChainMiner(
+        MinerConfig(decoding="none", tau_edge=0.99, tau_boost=0.99),
+        embedder=bag_of_words_embedder(),
+    )
+    result = miner.mine(QUERY, make_passages())
+    assert result.fallback == "no_candidate_chains"
+    assert len(result.passages) == 5
+    assert result.context()  # never empty
+
+
+def test_empty_passages_give_empty_result_without_loading_models():
+    miner = EvidenceChainMiner(MinerConfig(), embedder=object(), lm=object())
+    result = miner.mine("anything?", [])
+    assert result.fallback == "no_passages"
+    assert result.passages == []
+
+
+def test_per_call_overrides_and_bad_inputs():
+    miner = miner_for("none")
+    assert miner.mine(QUERY, make_passages(), top_n=5).dropped == []
+    with pytest.raises(TypeError, match="unknown MinerConfig"):
+        miner.mine(QUERY, make_passages(), bogus=1)
+    with pytest.raises(ValueError, match="non-empty"):
+        miner.mine("  ", make_passages())
+    with pytest.raises(TypeError, match="Passage"):
+        miner.mine(QUERY, ["raw string"])
+    with pytest.raises(ValueError, match="duplicate passage id"):
+        miner.mine(QUERY, [Passage("x", "a"), Passage("x", "b")])
+
+
+def test_decoding_none_never_loads_the_lm():
+    miner = EvidenceChainMiner(
+        MinerConfig(decoding="none", tau_edge=0.1, tau_boost=0.1),
+        embedder=bag_of_words_embedder(),
+        lm="/nonexistent/model/path",
+    )
+    assert miner.mine(QUERY, make_passages()).chains
+    assert miner._lm is None
+
+
+def test_triple_texts_are_embedded_once_across_calls():
+    calls: list[list[str]] = []
+    encode = bag_of_words_embedder()
+
+    def counting(texts):
+        calls.append(list(texts))
+        return encode(texts)
+
+    miner = EvidenceChainMiner(
+        MinerConfig(decoding="none", tau_edge=0.1, tau_boost=0.1), embedder=counting
+    )
+    miner.mine(QUERY, make_passages())
+    miner.mine(QUERY, make_passages())
+    sent = [t for batch in calls for t in batch]
+    assert len(sent) == len(set(sent))

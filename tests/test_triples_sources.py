@@ -1,0 +1,105 @@
+"""Precomputed triple sources: metadata, HippoRAG OpenIE import, chaining, bad input."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from conftest import SHARED_DATA
+
+from neocorrag_core.triples import (
+    ChainedTripleSource,
+    MetadataTripleSource,
+    OpenIETripleSource,
+    TripleSource,
+    parse_triple,
+)
+from neocorrag_core.types import Passage, Triple
+
+
+def test_parse_triple_accepts_lists_and_dicts_and_rejects_garbage():
+    assert parse_triple([" A ", "r", 1962], "p") == Triple("A", "r", "1962", ("p",))
+    assert parse_triple({"subject": "A", "relation": "r", "object": "B"}, "p").object == "B"
+    for bad in (["A", "r"], ["A", "", "B"], [None, "r", "B"], "A r B", 42, ["A", "r", "B", "C"]):
+        assert parse_triple(bad, "p") is None
+
+
+def test_metadata_source_skips_bad_items_with_one_warning(caplog):
+    passages = [
+        Passage("p1", "x", metadata={"triples": [["A", "r", "B"], ["bad"], ["A", "r", "B"]]}),
+        Passage("p2", "y"),
+        Passage("p3", "z", metadata={"triples": "not a list"}),
+    ]
+    with caplog.at_level(logging.WARNING):
+        result = MetadataTripleSource().triples_for(passages)
+    assert result == [[Triple("A", "r", "B", ("p1",))], [], []]
+    assert "skipped 1 malformed" in caplog.text
+    assert isinstance(MetadataTripleSource(), TripleSource)
+
+
+def test_openie_source_matches_by_text_or_title_and_text(tmp_path):
+    path = tmp_path / "openie.json"
+    docs = [
+        {
+            "title": "Stanley",
+            "text": "Stanley is  the capital.",
+            "passage": "Stanley\nStanley is the capital.",
+            "extracted_triples": [["Stanley", "capital of", "Mountrail County"], ["x"]],
+        },
+        {"title": "Broken", "text": "no triples key"},
+    ]
+    path.write_text(json.dumps({"docs": docs}))
+    source = OpenIETripleSource.from_file(path)
+    hit = Passage("p1", "Stanley is the capital.", title="Stanley")
+    miss = Passage("p2", "Unknown text")
+    assert source.triples_for([hit, miss]) == [
+        [Triple("Stanley", "capital of", "Mountrail County", ("p1",))],
+        [],
+    ]
+
+
+def test_openie_source_errors_are_clear(tmp_path):
+    with pytest.raises(FileNotFoundError, match="OpenIE file not found"):
+        OpenIETripleSource.from_file(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        OpenIETripleSource.from_file(bad)
+    bad.write_text(json.dumps({"something": 1}))
+    with pytest.raises(ValueError, match="docs"):
+        OpenIETripleSource.from_file(bad)
+
+
+@pytest.mark.skipif(not SHARED_DATA.exists(), reason="../shared/data not present")
+def test_openie_source_on_the_shipped_musique_file():
+    source = OpenIETripleSource.from_file(
+        SHARED_DATA / "musique" / "hipporag_musique_train_openie_gpt35.json"
+    )
+    corpus = json.loads(
+        (SHARED_DATA / "musique" / "hipporag_musique_train_corpus.json").read_text()
+    )
+    passages = [Passage(str(i), d["text"], d["title"]) for i, d in enumerate(corpus[:50])]
+    found = source.triples_for(passages)
+    assert sum(1 for ts in found if ts) >= 45
+    assert all(t.source_ids == (p.id,) for p, ts in zip(passages, found, strict=True) for t in ts)
+
+
+def test_chained_source_takes_first_non_empty():
+    class Fixed:
+        def __init__(self, answers):
+            self.answers = answers
+            self.asked: list[str] = []
+
+        def triples_for(self, passages):
+            self.asked.extend(p.id for p in passages)
+            return [list(self.answers.get(p.id, [])) for p in passages]
+
+    first = Fixed({"p1": [Triple("A", "r", "B", ("p1",))]})
+    second = Fixed({"p2": [Triple("C", "r", "D", ("p2",))]})
+    passages = [Passage("p1", "a"), Passage("p2", "b"), Passage("p3", "c")]
+    result = ChainedTripleSource(first, second).triples_for(passages)
+    assert [len(ts) for ts in result] == [1, 1, 0]
+    assert second.asked == ["p2", "p3"]
+    with pytest.raises(ValueError):
+        ChainedTripleSource()
