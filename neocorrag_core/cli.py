@@ -60,7 +60,7 @@ def print_result(
     retrieved: list[Passage],
     result: MiningResult,
     decoding: str,
-    out: Any = sys.stdout,
+    out: Any = None,
 ) -> None:
     """Show one question's run: retrieval, chains, what was kept or dropped and why, timings."""
     gold = {p["id"] for p in item["paragraphs"] if p.get("is_supporting")}
@@ -68,8 +68,10 @@ def print_result(
     def mark(passage: Passage) -> str:
         return " [gold]" if passage.id in gold else ""
 
+    stream = out if out is not None else sys.stdout
+
     def w(line: str = "") -> None:
-        print(line, file=out)
+        print(line, file=stream)
 
     w(RULE)
     w(f"Question {index}/{total}: {item['question']}")
@@ -161,6 +163,190 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_eval(args: argparse.Namespace) -> int:
+    """Run (or resume) the benchmark and print where the report is."""
+    from neocorrag_core.eval.runner import EvalSettings, run_evaluation
+
+    methods = tuple(m for item in args.methods for m in item.split(",") if m)
+    settings = EvalSettings(
+        data=args.data,
+        out=args.out,
+        methods=methods,
+        limit=args.limit,
+        top_k=args.top_k,
+        pool=args.pool,
+        corpus=args.corpus,
+        retriever=args.retriever,
+        reader=args.reader,
+        lm=args.lm,
+        embedder=args.embedder,
+        triples=args.triples,
+        max_new_tokens=args.max_new_tokens,
+        embeddings_threshold=args.embeddings_threshold,
+        seed=args.seed,
+        bootstrap=args.bootstrap,
+        plots=not args.no_plots,
+        contexts_from=args.contexts_from,
+    )
+    results = run_evaluation(settings)
+    out = Path(args.out)
+    print(f"{results['questions_compared']} question(s) compared; report: {out / 'report.md'}")
+    print((out / "report.md").read_text(encoding="utf-8"))
+    return 0
+
+
+def add_eval_parser(sub: Any) -> None:
+    """The ``neocorrag eval`` subcommand."""
+    from neocorrag_core.eval.methods import METHODS
+    from neocorrag_core.eval.runner import DEFAULT_METHODS
+
+    ev = sub.add_parser(
+        "eval",
+        help="benchmark the methods on a QA file: quality, noise, tokens, latency",
+        description="Retrieve the top-k passages per question, refine them with each method, "
+        "answer with the same reader, and write results.json, report.md and plots to --out. "
+        "Finished (method, question) pairs are cached there, so a rerun resumes. "
+        f"Methods: {', '.join(METHODS)}.",
+    )
+    ev.add_argument("--data", required=True, help="QA file (HotpotQA, 2Wiki, MuSiQue; detected)")
+    ev.add_argument("--out", required=True, help="output folder (cache, results, report, plots)")
+    ev.add_argument("--limit", type=int, default=None, help="first N usable questions only")
+    ev.add_argument(
+        "--methods",
+        nargs="+",
+        default=list(DEFAULT_METHODS),
+        help="methods to compare (space or comma separated; default: all)",
+    )
+    ev.add_argument("--top-k", type=int, default=5, help="passages retrieved per question")
+    ev.add_argument("--pool", choices=["per-question", "corpus"], default="per-question")
+    ev.add_argument(
+        "--corpus",
+        default=None,
+        help="corpus file for --pool corpus (default: the union of every question's passages)",
+    )
+    ev.add_argument("--retriever", choices=["dense", "bm25"], default="dense")
+    ev.add_argument(
+        "--reader",
+        default="default",
+        help="reader LM: 'default' (0.5B), 'qwen-1.5b' (the reader-1.5b extra), "
+        "or a local model folder",
+    )
+    ev.add_argument("--lm", default=None, help="decoding/filter LM (default: the bundled 0.5B)")
+    ev.add_argument("--embedder", default=None, help="sentence-transformers name or path")
+    ev.add_argument(
+        "--triples",
+        default=None,
+        help="a HippoRAG OpenIE file, or 'spacy' (extract, cached in --out)",
+    )
+    ev.add_argument("--max-new-tokens", type=int, default=20, help="reader answer length cap")
+    ev.add_argument(
+        "--embeddings-threshold",
+        type=float,
+        default=0.5,
+        help="similarity threshold of lc-embeddings-filter",
+    )
+    ev.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    ev.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
+    ev.add_argument(
+        "--contexts-from",
+        default=None,
+        help="out folder of an earlier run with the same settings: replay its methods' "
+        "contexts and run only the reader (e.g. to compare readers)",
+    )
+    ev.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    ev.add_argument("-v", "--verbose", action="store_true", help="log what the engine does")
+    ev.set_defaults(func=run_eval)
+
+
+def _make_extractor(args: argparse.Namespace) -> Any:
+    """The extractor ``neocorrag index`` asked for (nothing is loaded yet)."""
+    if args.extractor == "spacy":
+        from neocorrag_core.triples.spacy_extractor import SpacyTripleExtractor
+
+        return SpacyTripleExtractor(args.spacy_model, batch_size=args.batch_size)
+    from neocorrag_core.triples.llm_extractor import LLMTripleExtractor
+
+    return LLMTripleExtractor(args.lm, batch_size=args.batch_size, show_progress=False)
+
+
+def run_index(args: argparse.Namespace) -> int:
+    """Extract the triples of a corpus file into the store; stored passages are skipped."""
+    from tqdm.auto import tqdm
+
+    from neocorrag_core.corpus import load_corpus
+    from neocorrag_core.triples.store import CachedTripleSource, TripleStore
+
+    started = time.perf_counter()
+    corpus = load_corpus(args.corpus, limit=args.limit)
+    passages = corpus.passages
+    store = TripleStore(args.store)
+    source = CachedTripleSource(store, _make_extractor(args), batch_size=args.batch_size)
+    done = store.contains(passages, source.key)
+    todo = [p for p, stored in zip(passages, done, strict=True) if not stored]
+    print(
+        f"{args.corpus}: {len(passages)} unique passages ({corpus.format} format, "
+        f"{corpus.duplicates} duplicates dropped); {len(passages) - len(todo)} already in "
+        f"{store.path} for {source.key.extractor_id}@{source.key.version}",
+        file=sys.stderr,
+    )
+    interrupted = False
+    # Each batch is committed on its own, so an interruption loses at most one batch.
+    with tqdm(
+        total=len(passages),
+        initial=len(passages) - len(todo),
+        unit="passage",
+        desc="index",
+        disable=args.quiet,
+    ) as bar:
+        try:
+            for start in range(0, len(todo), args.batch_size):
+                batch = todo[start : start + args.batch_size]
+                source.extract_and_store(batch)
+                bar.update(len(batch))
+        except KeyboardInterrupt:
+            interrupted = True
+    stats = source.stats
+    print(
+        f"passages total {len(passages)} | already stored {len(passages) - len(todo)} | "
+        f"extracted now {stats.extracted} | triples written {stats.triples_written} | "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+    if interrupted:
+        print("interrupted: run the same command again to resume", file=sys.stderr)
+        return 130
+    return 0
+
+
+def add_index_parser(sub: Any) -> None:
+    """The ``neocorrag index`` subcommand."""
+    from neocorrag_core.triples.store import default_store_path
+
+    ix = sub.add_parser(
+        "index",
+        help="extract the triples of a corpus file into the triple store (resumable)",
+        description="Read a corpus (JSON list of {title, text}, a HippoRAG corpus, or MuSiQue / "
+        "HotpotQA / 2Wiki questions; detected), extract the triples of every passage not yet "
+        "stored, and write them to the SQLite triple store the miner reads.",
+    )
+    ix.add_argument("corpus", help="corpus file (JSON or JSON lines)")
+    ix.add_argument(
+        "--extractor",
+        choices=["spacy", "llm"],
+        default="spacy",
+        help="spacy: fast dependency rules (default); llm: two-step LLM extraction",
+    )
+    ix.add_argument(
+        "--store", default=str(default_store_path()), help="SQLite file (default: %(default)s)"
+    )
+    ix.add_argument("--lm", default=None, help="LLM extractor: HF id or local path of the LM")
+    ix.add_argument("--spacy-model", default=None, help="spaCy pipeline (default: small English)")
+    ix.add_argument("--batch-size", type=int, default=16, help="passages per batch (default 16)")
+    ix.add_argument("--limit", type=int, default=None, help="first N unique passages only")
+    ix.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    ix.add_argument("-v", "--verbose", action="store_true", help="log what the extractor does")
+    ix.set_defaults(func=run_index)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``neocorrag`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -187,6 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--data", default=None, help="a JSON file in the demo sample's format")
     demo.add_argument("-v", "--verbose", action="store_true", help="log what the engine does")
     demo.set_defaults(func=run_demo)
+    add_eval_parser(sub)
+    add_index_parser(sub)
     return parser
 
 
@@ -200,6 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if getattr(args, "questions", 1) < 1 or getattr(args, "top_k", 1) < 1:
         parser.error("--questions and --top-k must be at least 1")
+    if args.command == "index" and (
+        args.batch_size < 1 or (args.limit is not None and args.limit < 1)
+    ):
+        parser.error("--batch-size and --limit must be at least 1")
     try:
         return int(args.func(args))
     except (ImportError, OSError, ValueError, RuntimeError) as exc:

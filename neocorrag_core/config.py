@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 DecodingMode = Literal["beam", "rank", "none"]
 EntityMode = Literal["auto", "ngram", "spacy"]
+SearchMode = Literal["activated", "naive"]
 
 
 @dataclass(frozen=True)
@@ -30,9 +31,15 @@ class MinerConfig:
         max_seeds: cap on seed nodes, best first.
         max_expansions: cap on DFS edge expansions per query, so a dense graph cannot hang.
         max_paths: cap on paths scored per query (the heap keeps the best M).
-        query_entities: how E_q is found: ``"ngram"`` (query n-grams matched to graph
-            nodes, no dependency), ``"spacy"`` (NER, needs the spacy extra), ``"auto"``
-            (spaCy when a model is installed, else n-grams).
+        query_entities: how E_q is found: ``"ngram"`` (default: query n-grams matched to
+            graph nodes plus capitalized spans; no dependency, under 1 ms), ``"spacy"``
+            (adds spaCy NER, needs the spacy extra, ~10-30 ms per query on 2 CPU cores),
+            ``"auto"`` (spaCy when a model is installed, else n-grams). The default does
+            not depend on what happens to be installed, so results are reproducible.
+        search: ``"activated"`` (the paper's pruned DFS with Eq. 5 scoring) or ``"naive"``
+            (ablation "w/ Naive Chain Search", Table 2: no tau_edge pruning and no Eq. 5;
+            paths from the seeds are enumerated breadth-first, shortest first, and the
+            first ``num_candidates`` are kept, so the query steers only the seeds).
 
     Stage b (decoding)
         decoding: ``"beam"`` (trie-constrained beam search), ``"rank"`` (exact
@@ -49,6 +56,8 @@ class MinerConfig:
 
     Stage c (refine)
         top_n: passages kept by retrieval rank alone (Table 5: 2).
+        filter_passages: ``False`` is the ablation "w/o Document Filtering" (Table 2):
+            every passage is kept (marked passthrough) and the chains are still added.
     """
 
     tau_node: float = 0.90
@@ -64,7 +73,8 @@ class MinerConfig:
     max_seeds: int = 16
     max_expansions: int = 20_000
     max_paths: int = 20_000
-    query_entities: EntityMode = "auto"
+    query_entities: EntityMode = "ngram"
+    search: SearchMode = "activated"
 
     decoding: DecodingMode = "beam"
     beam_width: int = 5
@@ -74,6 +84,7 @@ class MinerConfig:
     rank_batch_size: int = 16
 
     top_n: int = 2
+    filter_passages: bool = True
 
     def __post_init__(self) -> None:
         for name in ("tau_node", "tau_edge", "tau_boost", "seed_fallback_min_similarity"):
@@ -108,6 +119,8 @@ class MinerConfig:
             raise ValueError(f"top_n must be >= 0, got {self.top_n}")
         if self.decoding not in ("beam", "rank", "none"):
             raise ValueError(f"decoding must be 'beam', 'rank' or 'none', got {self.decoding!r}")
+        if self.search not in ("activated", "naive"):
+            raise ValueError(f"search must be 'activated' or 'naive', got {self.search!r}")
         if self.query_entities not in ("auto", "ngram", "spacy"):
             raise ValueError(
                 f"query_entities must be 'auto', 'ngram' or 'spacy', got {self.query_entities!r}"

@@ -29,12 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from neocorrag_core.models import LanguageModel
+from neocorrag_core.models import LanguageModel, end_of_turn_token_id
 from neocorrag_core.types import Passage
 
 logger = logging.getLogger(__name__)
-
-_IM_END = "<|im_end|>"
 
 # HF beam search marks impossible beams with -1e9 offsets; a real log-prob sum never gets here.
 _BOGUS_SUM = -1.0e8
@@ -165,27 +163,6 @@ def _prompt_text(
 # ----------------------------------------------------------------------------- helpers
 
 
-def _fallback_end_of_turn_id(tokenizer: Any) -> int:
-    """``<|im_end|>`` if the vocabulary has it, else the eos id; the token that ends a reply."""
-    token_id = tokenizer.convert_tokens_to_ids(_IM_END)
-    unk = getattr(tokenizer, "unk_token_id", None)
-    if isinstance(token_id, int) and token_id >= 0 and (token_id != unk or unk is None):
-        return token_id
-    eos = getattr(tokenizer, "eos_token_id", None)
-    if isinstance(eos, int):
-        return eos
-    raise ValueError("the tokenizer has neither <|im_end|> nor an eos token to end a chain")
-
-
-def _end_id(tokenizer: Any) -> int:
-    """The end-of-turn id, from ``neocorrag_core.models`` when it provides the helper."""
-    try:
-        from neocorrag_core.models import end_of_turn_token_id  # type: ignore[attr-defined]
-    except ImportError:
-        return _fallback_end_of_turn_id(tokenizer)
-    return int(end_of_turn_token_id(tokenizer))
-
-
 def _encode_candidates(tokenizer: Any, candidates: Sequence[str], end_id: int) -> list[list[int]]:
     """Each candidate's tokens plus the end id; special-token text in a candidate stays text."""
     encoded = tokenizer(list(candidates), add_special_tokens=False, split_special_tokens=True)[
@@ -284,7 +261,7 @@ def rank_candidates(
     import torch
 
     with lm.lock, torch.inference_mode():
-        end_id = _end_id(lm.tokenizer)
+        end_id = end_of_turn_token_id(lm.tokenizer)
         sequences = _encode_candidates(lm.tokenizer, candidates, end_id)
         keep = _distinct(sequences)
         scores = _score_sequences(lm, list(prompt_ids), [sequences[i] for i in keep], batch_size)
@@ -402,7 +379,7 @@ def beam_decode(
     if not prompt_ids:
         raise ValueError("beam_decode needs a non-empty prompt")
     with lm.lock:
-        end_id = _end_id(lm.tokenizer)
+        end_id = end_of_turn_token_id(lm.tokenizer)
         sequences = _encode_candidates(lm.tokenizer, candidates, end_id)
     distinct = len(_distinct(sequences))
     if distinct == 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import re
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -99,17 +100,24 @@ class QueryEntityExtractor:
     is loaded on first use and cached on this instance.
     """
 
-    def __init__(self, mode: str = "auto") -> None:
+    def __init__(self, mode: str = "ngram") -> None:
         if mode not in ("auto", "ngram", "spacy"):
             raise ValueError(f"mode must be 'auto', 'ngram' or 'spacy', got {mode!r}")
         self.mode = mode
         self._nlp: Any = None
         self._spacy_checked = False
+        self._lock = threading.Lock()
 
     def _load_spacy(self) -> Any:
         if self._spacy_checked:
             return self._nlp
-        self._spacy_checked = True
+        with self._lock:  # several threads may ask first; load once, and only then say checked
+            if not self._spacy_checked:
+                self._nlp = self._find_spacy()
+                self._spacy_checked = True
+        return self._nlp
+
+    def _find_spacy(self) -> Any:
         if importlib.util.find_spec("spacy") is None:
             if self.mode == "spacy":
                 raise ImportError(
@@ -121,8 +129,7 @@ class QueryEntityExtractor:
 
         for name in _SPACY_MODELS:
             if importlib.util.find_spec(name) is not None:
-                self._nlp = spacy.load(name, disable=["lemmatizer"])
-                return self._nlp
+                return spacy.load(name, disable=["lemmatizer"])
         if self.mode == "spacy":
             raise ImportError(
                 "no spaCy English model installed: pip install 'neocorrag[spacy]' "

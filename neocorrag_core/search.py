@@ -189,6 +189,57 @@ def search_paths(
     return [item[2] for item in ranked if math.isfinite(item[0])], stats
 
 
+def naive_search_paths(
+    graph: EvidenceGraph,
+    seeds: Sequence[str],
+    triple_vecs: np.ndarray,
+    query_vec: np.ndarray,
+    config: MinerConfig,
+) -> tuple[list[CandidatePath], SearchStats]:
+    """Ablation "w/ Naive Chain Search": unpruned breadth-first paths from the seeds.
+
+    No tau_edge pruning and no Eq. 5 activation: paths of 1..max_hops triples are
+    enumerated shortest first (all seeds together, best seed first) and the first
+    ``num_candidates`` distinct triple sets are kept. ``score`` is the plain
+    cos(mean triple embedding, q), recorded for ``decoding="none"`` but not used
+    to choose the candidates.
+    """
+    from collections import deque
+
+    stats = SearchStats()
+    if not seeds or len(graph.triples) == 0:
+        return [], stats
+    seen: set[frozenset[int]] = set()
+    found: list[CandidatePath] = []
+    queue = deque((seed, (), (), frozenset([seed])) for seed in seeds)
+    while queue and len(found) < config.num_candidates:
+        node, path, dirs, visited = queue.popleft()
+        if len(path) >= config.max_hops:
+            continue
+        for edge in graph.neighbors(node):
+            if edge.neighbor in visited or edge.triple_index in path:
+                continue
+            if stats.expansions >= config.max_expansions:
+                stats.truncated = True
+                stats.notes.append(f"naive search stopped at {stats.expansions} expansions")
+                queue.clear()
+                break
+            stats.expansions += 1
+            new_path = (*path, edge.triple_index)
+            new_dirs = (*dirs, edge.forward)
+            queue.append((edge.neighbor, new_path, new_dirs, visited | {edge.neighbor}))
+            key = frozenset(new_path)
+            if key in seen:
+                continue
+            seen.add(key)
+            stats.paths_scored += 1
+            score = float(_unit(triple_vecs[list(new_path)].mean(axis=0)) @ query_vec)
+            found.append(CandidatePath(new_path, new_dirs, score))
+            if len(found) >= config.num_candidates:
+                break
+    return found, stats
+
+
 def linearize(triples: Sequence[Triple], forward: Sequence[bool]) -> str:
     """Chain text: ``h - r -> t - r2 -> t2``; a triple walked backwards reads ``t <- r - h``.
 

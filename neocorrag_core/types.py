@@ -126,6 +126,8 @@ class MiningResult:
     seed_fallback: str | None = None
     query_entities: list[str] = field(default_factory=list)
     seed_nodes: list[str] = field(default_factory=list)
+    candidates: list[EvidenceChain] = field(default_factory=list, repr=False)
+    """The candidate chains stage a handed to decoding, best search score first."""
 
     @property
     def passages(self) -> list[Passage]:

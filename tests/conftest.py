@@ -46,18 +46,25 @@ class TableEmbedder:
         return np.stack(rows)
 
 
-def bag_of_words_embedder(dim: int = 256):
-    """Hashed bag-of-words vectors: texts sharing words are similar. Deterministic, no model."""
+class HashedBagOfWords:
+    """Hashed bag-of-words vectors: texts sharing words are similar. Deterministic, no model,
+    picklable (so adapters configured with it can be pickled in tests)."""
 
-    def encode(texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), dim), dtype=np.float32)
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for word in re.findall(r"\w+", text.casefold()):
                 digest = hashlib.sha256(word.encode()).digest()
-                out[row, int.from_bytes(digest[:4], "little") % dim] += 1.0
+                out[row, int.from_bytes(digest[:4], "little") % self.dim] += 1.0
         return out
 
-    return encode
+
+def bag_of_words_embedder(dim: int = 256) -> HashedBagOfWords:
+    """An encode callable over hashed bag-of-words vectors (see :class:`HashedBagOfWords`)."""
+    return HashedBagOfWords(dim)
 
 
 @pytest.fixture

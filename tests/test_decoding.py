@@ -21,7 +21,7 @@ from neocorrag_core.decoding import (
     build_prompt_ids,
     rank_candidates,
 )
-from neocorrag_core.models import LanguageModel
+from neocorrag_core.models import LanguageModel, end_of_turn_token_id
 from neocorrag_core.types import Passage
 
 try:
@@ -69,7 +69,7 @@ def tiny_prompt(seed: int = 0) -> tuple[int, ...]:
 
 def naive_scores(lm: LanguageModel, prompt: list[int], candidates: list[str]) -> list[float]:
     """Reference scorer: the full prompt + candidate through the model, no cache, one by one."""
-    end = decoding._end_id(lm.tokenizer)
+    end = end_of_turn_token_id(lm.tokenizer)
     out = []
     for text in candidates:
         ids = lm.tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
@@ -198,7 +198,7 @@ def test_rank_matches_naive_scoring_and_is_best_first():
     logprobs = [c.logprob for c in out.choices]
     assert logprobs == sorted(logprobs, reverse=True)
     # Accounting: the prompt plus every candidate token (end tokens included), nothing generated.
-    end = decoding._end_id(lm.tokenizer)
+    end = end_of_turn_token_id(lm.tokenizer)
     seqs = decoding._encode_candidates(lm.tokenizer, candidates, end)
     assert out.prompt_tokens == len(prompt) + sum(map(len, seqs))
     assert out.generated_tokens == 0
@@ -259,7 +259,7 @@ def test_more_beams_than_candidates_never_leaks_placeholder_beams():
     """HF fills spare beams from its -1e9 placeholders; those copies must be dropped."""
     lm = tiny_lm()
     prompt = list(tiny_prompt())
-    end = decoding._end_id(lm.tokenizer)
+    end = end_of_turn_token_id(lm.tokenizer)
     for cands in (["", "a"], ["Van Hook Township x", "Van Hook Township y"]):
         seqs = decoding._encode_candidates(lm.tokenizer, cands, end)
         scored, steps = decoding._beam_search(lm, prompt, seqs, end, beams=6)
@@ -305,7 +305,7 @@ def _unigram_lm(preferred: str) -> tuple[LanguageModel, torch.Tensor]:
 def test_forced_preference_is_found_by_beam_and_rank():
     candidates = ["Van Hook Township", "Mountrail County", "Stanley", "North Dakota"]
     lm, logprobs = _unigram_lm("Stanley")
-    end = decoding._end_id(lm.tokenizer)
+    end = end_of_turn_token_id(lm.tokenizer)
     seqs = decoding._encode_candidates(lm.tokenizer, candidates, end)
     analytic = [float(logprobs[s].mean()) for s in seqs]
     assert max(range(4), key=analytic.__getitem__) == 2
@@ -454,7 +454,7 @@ def _tiny_qwen2(dtype: torch.dtype = torch.float32) -> LanguageModel:
 def test_qwen2_shaped_model_uses_im_end_and_agrees_with_rank():
     lm = _tiny_qwen2()
     im_end = lm.tokenizer.convert_tokens_to_ids("<|im_end|>")
-    assert decoding._end_id(lm.tokenizer) == im_end
+    assert end_of_turn_token_id(lm.tokenizer) == im_end
     prompt = list(build_prompt_ids(lm, QUESTION, ENTITIES, PASSAGES))
     assert lm.tokenizer.decode(prompt).endswith("<|im_start|>assistant\n")
     candidates = [*CHAINS, "fake <|im_end|> chain"]
@@ -483,16 +483,3 @@ def test_model_state_untouched():
     beam_decode(lm, list(tiny_prompt()), CHAINS, num_beams=3)
     assert lm.model.generation_config.to_dict() == before
     assert not lm.model.training
-
-
-def test_fallback_end_of_turn_id():
-    assert (
-        decoding._fallback_end_of_turn_id(tiny_lm().tokenizer) == tiny_lm().tokenizer.eos_token_id
-    )
-    qwen_like = _tiny_qwen2().tokenizer
-    im_end = qwen_like.convert_tokens_to_ids("<|im_end|>")
-    assert decoding._fallback_end_of_turn_id(qwen_like) == im_end
-    bare = build_tiny_tokenizer()
-    bare.eos_token = None
-    with pytest.raises(ValueError):
-        decoding._fallback_end_of_turn_id(bare)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import os
@@ -423,6 +424,11 @@ def test_missing_bundled_part_names_the_extra(
     assert not (tmp_path / models.BUNDLED_LM_DIRNAME).exists()
 
 
+def _patch_default_sha(monkeypatch: pytest.MonkeyPatch, sha256: str) -> None:
+    default = dataclasses.replace(models.BUNDLED_LMS["default"], sha256=sha256)
+    monkeypatch.setitem(models.BUNDLED_LMS, "default", default)
+
+
 @pytest.fixture
 def fake_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Three small "parts" standing in for the 500 MB GGUF, with the expected hash patched."""
@@ -433,8 +439,8 @@ def fake_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         p.write_bytes(payload)
         parts.append(p)
     whole = b"".join(p.read_bytes() for p in parts)
-    monkeypatch.setattr(models, "_bundled_lm_parts", lambda: list(parts))
-    monkeypatch.setattr(models, "BUNDLED_LM_GGUF_SHA256", hashlib.sha256(whole).hexdigest())
+    monkeypatch.setattr(models, "_bundled_lm_parts", lambda lm: list(parts))
+    _patch_default_sha(monkeypatch, hashlib.sha256(whole).hexdigest())
     return parts
 
 
@@ -456,7 +462,7 @@ def test_gguf_assembly_concatenates_in_order_and_reuses(
 def test_gguf_sha_mismatch_is_clear_and_removes_the_file(
     tmp_path: Path, fake_parts: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(models, "BUNDLED_LM_GGUF_SHA256", "0" * 64)
+    _patch_default_sha(monkeypatch, "0" * 64)
     cache = tmp_path / "cache"
     with pytest.raises(ModelLoadError, match="sha256") as info:
         models.bundled_gguf_path(cache_dir=cache, show_progress=False)
@@ -501,10 +507,10 @@ def test_bundled_conversion_marker_and_reuse(
     monkeypatch.setattr(models, "_write_converted", fake_write)
     assert models.bundled_lm_path(cache_dir=cache, show_progress=False) == out
     marker = json.loads((out / ".neocorrag-complete.json").read_text())
-    assert marker["gguf_sha256"] == models.BUNDLED_LM_GGUF_SHA256
+    assert marker["gguf_sha256"] == models.BUNDLED_LMS["default"].sha256
     assert not (cache / models.BUNDLED_LM_GGUF_NAME).exists()  # intermediate deleted
 
-    def no_parts() -> list[Path]:
+    def no_parts(lm: object) -> list[Path]:
         raise AssertionError("a converted folder needs no parts")
 
     monkeypatch.setattr(models, "_bundled_lm_parts", no_parts)

@@ -1,0 +1,335 @@
+"""Loaders for multi-hop QA files (HotpotQA, 2WikiMultihopQA, MuSiQue, HippoRAG corpora).
+
+Every format becomes one :class:`QAExample`: the question, its answers (aliases
+included), its candidate passages and the ids of the gold ones. Passage ids are
+a hash of the normalized ``title`` and ``text``, so the same paragraph gets the same
+id in every question and in a pooled corpus file, and gold ids stay comparable
+when retrieval runs over the pooled corpus.
+
+Rows that cannot be evaluated (no context, no answer, no gold passage among
+the candidates) are skipped and counted in :class:`LoadReport`, never raised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neocorrag_core.types import Passage
+
+FORMATS = ("musique", "hotpotqa", "hotpotqa-columnar", "2wiki")
+
+
+@dataclass(frozen=True)
+class QAExample:
+    """One question with its candidate passages and what counts as correct."""
+
+    id: str
+    question: str
+    answers: tuple[str, ...]
+    """The reference answer first, then its aliases."""
+    passages: tuple[Passage, ...]
+    gold_ids: frozenset[str]
+    gold_triples: tuple[tuple[str, str, str], ...] = ()
+    """Gold evidence triples where the data set has them (2Wiki ``evidences``)."""
+
+
+@dataclass
+class LoadReport:
+    """What a loader read: the detected format, and how many rows were skipped and why."""
+
+    path: str
+    format: str
+    rows: int = 0
+    loaded: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def summary(self) -> str:
+        """One line for logs and reports."""
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items())) or "none"
+        return (
+            f"{self.path}: {self.format}, {self.loaded} of {self.rows} rows loaded "
+            f"(skipped: {skipped})"
+        )
+
+
+def normalize_text(text: str) -> str:
+    """Collapse all whitespace to single spaces (passage identity ignores layout)."""
+    return " ".join(str(text).split())
+
+
+def passage_id(title: str, text: str) -> str:
+    """Stable id of a paragraph: a short hash of its normalized title and text."""
+    key = f"{normalize_text(title)}\n{normalize_text(text)}".encode()
+    return "p" + hashlib.sha1(key).hexdigest()[:16]
+
+
+def make_passage(title: str, text: str) -> Passage:
+    """A :class:`Passage` with normalized text and its content-derived id."""
+    title, text = normalize_text(title), normalize_text(text)
+    return Passage(id=passage_id(title, text), text=text, title=title)
+
+
+def join_sentences(sentences: Any) -> str:
+    """HotpotQA/2Wiki paragraphs come as sentence lists; join them into one text."""
+    if isinstance(sentences, str):
+        return normalize_text(sentences)
+    if not isinstance(sentences, list):
+        return ""
+    return normalize_text(" ".join(s for s in sentences if isinstance(s, str)))
+
+
+def read_records(path: str | Path) -> Any:
+    """Parse a JSON file, or a JSON-lines file (one object per line) into a list."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"data file not found: {path}") from None
+    if path.suffix != ".jsonl":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            pass  # maybe JSON lines without the .jsonl suffix
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: line {number} is not JSON ({exc.msg})") from None
+    return records
+
+
+def detect_format(records: Any, origin: str = "data") -> str:
+    """Name the QA format of parsed records (see ``FORMATS``); ValueError for anything else."""
+    if isinstance(records, Mapping):
+        if "docs" in records:
+            raise ValueError(
+                f"{origin} is a HippoRAG OpenIE triples file, not questions: pass it as --triples"
+            )
+        if records and all(isinstance(v, list) for v in records.values()):
+            raise ValueError(
+                f"{origin} is a HippoRAG corpus (title -> sentences), not questions: "
+                "pass it as --corpus"
+            )
+        for key in ("data", "questions"):
+            if isinstance(records.get(key), list):
+                return detect_format(records[key], origin)
+        raise ValueError(f"{origin}: expected a list of questions, got a JSON object")
+    if not isinstance(records, list) or not records:
+        raise ValueError(f"{origin}: expected a non-empty list of questions")
+    for row in records[:50]:
+        if not isinstance(row, Mapping):
+            continue
+        if "paragraphs" in row:
+            return "musique"
+        if "question" not in row and {"title", "text"} <= set(row):
+            raise ValueError(
+                f"{origin} is a passage corpus (title, text), not questions: pass it as --corpus"
+            )
+        context = row.get("context")
+        if isinstance(context, Mapping) and "sentences" in context:
+            return "hotpotqa-columnar"
+        if isinstance(context, list):
+            # HotpotQA rows have a "type" too; only 2Wiki ships gold triples ("evidences").
+            return "2wiki" if "evidences" in row else "hotpotqa"
+    raise ValueError(
+        f"{origin}: no row looks like MuSiQue (paragraphs), HotpotQA or 2Wiki (context); "
+        f"supported formats: {', '.join(FORMATS)}"
+    )
+
+
+def load_qa(path: str | Path, limit: int | None = None) -> tuple[list[QAExample], LoadReport]:
+    """Load a QA file of any supported format (auto-detected); ``limit`` caps loaded examples."""
+    records = read_records(path)
+    fmt = detect_format(records, str(path))
+    if isinstance(records, Mapping):
+        records = records.get("data") or records.get("questions")
+    report = LoadReport(str(path), fmt)
+    examples: list[QAExample] = []
+    parse = _PARSERS[fmt]
+    for index, row in enumerate(records):
+        if limit is not None and len(examples) >= limit:
+            break
+        report.rows += 1
+        if not isinstance(row, Mapping):
+            report.skipped["not an object"] += 1
+            continue
+        example, problem = parse(row, index)
+        if example is None:
+            report.skipped[problem or "unreadable"] += 1
+            continue
+        examples.append(example)
+        report.loaded += 1
+    _check_unique_ids(examples, str(path))
+    return examples, report
+
+
+def _check_unique_ids(examples: list[QAExample], origin: str) -> None:
+    counts = Counter(e.id for e in examples)
+    repeated = [qid for qid, n in counts.items() if n > 1]
+    if repeated:
+        raise ValueError(
+            f"{origin}: question ids repeat ({', '.join(repeated[:5])}); ids key the cache"
+        )
+
+
+def _answers(row: Mapping[str, Any]) -> tuple[str, ...]:
+    found: list[str] = []
+    values: list[Any] = [row.get("answer")]
+    for key in ("answer_aliases", "answers", "aliases"):
+        extra = row.get(key)
+        values.extend(extra if isinstance(extra, list) else [extra])
+    for value in values:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, str) and value.strip() and value.strip() not in found:
+            found.append(value.strip())
+    return tuple(found)
+
+
+def _question_id(row: Mapping[str, Any], index: int) -> str:
+    for key in ("_id", "id"):
+        value = row.get(key)
+        if isinstance(value, (str, int)) and str(value).strip():
+            return str(value)
+    return f"row{index}"
+
+
+def _unique(passages: Iterable[Passage]) -> tuple[Passage, ...]:
+    return tuple({p.id: p for p in passages if p.text}.values())
+
+
+def _build(
+    row: Mapping[str, Any],
+    index: int,
+    passages: tuple[Passage, ...],
+    gold_ids: set[str],
+    gold_triples: tuple[tuple[str, str, str], ...] = (),
+) -> tuple[QAExample | None, str | None]:
+    question = row.get("question")
+    if not isinstance(question, str) or not question.strip():
+        return None, "no question"
+    answers = _answers(row)
+    if not answers:
+        return None, "no answer"
+    if not passages:
+        return None, "no context"
+    if not gold_ids:
+        return None, "no gold passage"
+    example = QAExample(
+        id=_question_id(row, index),
+        question=normalize_text(question),
+        answers=answers,
+        passages=passages,
+        gold_ids=frozenset(gold_ids),
+        gold_triples=gold_triples,
+    )
+    return example, None
+
+
+def _parse_musique(row: Mapping[str, Any], index: int) -> tuple[QAExample | None, str | None]:
+    paragraphs = row.get("paragraphs")
+    if not isinstance(paragraphs, list):
+        return None, "no context"
+    passages: list[Passage] = []
+    gold: set[str] = set()
+    for para in paragraphs:
+        if not isinstance(para, Mapping):
+            continue
+        text = para.get("paragraph_text", para.get("text"))
+        if not isinstance(text, str) or not text.strip():
+            continue
+        passage = make_passage(str(para.get("title") or ""), text)
+        passages.append(passage)
+        if para.get("is_supporting"):
+            gold.add(passage.id)
+    return _build(row, index, _unique(passages), gold)
+
+
+def _supporting_titles(value: Any) -> set[str]:
+    """Titles named in ``supporting_facts``: a list of [title, sent_id] or a columnar dict."""
+    if isinstance(value, Mapping):
+        titles = value.get("title")
+        return {normalize_text(t) for t in titles if isinstance(t, str)} if titles else set()
+    if isinstance(value, list):
+        return {
+            normalize_text(item[0])
+            for item in value
+            if isinstance(item, (list, tuple)) and item and isinstance(item[0], str)
+        }
+    return set()
+
+
+def _context_pairs(context: Any) -> list[tuple[str, str]]:
+    """(title, text) pairs from a HotpotQA context: list of [title, sentences] or columnar."""
+    pairs: list[tuple[str, str]] = []
+    if isinstance(context, Mapping):
+        titles, sentences = context.get("title") or [], context.get("sentences") or []
+        for title, sents in zip(titles, sentences, strict=False):
+            if isinstance(title, str):
+                pairs.append((title, join_sentences(sents)))
+    elif isinstance(context, list):
+        for item in context:
+            if isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str):
+                pairs.append((item[0], join_sentences(item[1])))
+    return pairs
+
+
+def _gold_triples(value: Any) -> tuple[tuple[str, str, str], ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        (str(t[0]), str(t[1]), str(t[2]))
+        for t in value
+        if isinstance(t, (list, tuple)) and len(t) == 3
+    )
+
+
+def _parse_hotpot(row: Mapping[str, Any], index: int) -> tuple[QAExample | None, str | None]:
+    pairs = _context_pairs(row.get("context"))
+    if not pairs:
+        return None, "no context"
+    passages = _unique(make_passage(title, text) for title, text in pairs)
+    titles = _supporting_titles(row.get("supporting_facts"))
+    gold = {p.id for p in passages if p.title in titles}
+    return _build(row, index, passages, gold, _gold_triples(row.get("evidences")))
+
+
+_PARSERS = {
+    "musique": _parse_musique,
+    "hotpotqa": _parse_hotpot,
+    "hotpotqa-columnar": _parse_hotpot,
+    "2wiki": _parse_hotpot,
+}
+
+
+def load_corpus(path: str | Path) -> list[Passage]:
+    """A corpus file (any format :mod:`neocorrag_core.corpus` reads) as passages.
+
+    Parsing is the corpus loader's; the ids are re-derived here with :func:`passage_id`, so
+    they match :func:`load_qa`'s and gold passages are found in the pooled corpus.
+    """
+    from neocorrag_core.corpus import load_corpus as read_corpus
+
+    corpus = read_corpus(path)
+    return list(_unique(make_passage(p.title, p.text) for p in corpus.passages))
+
+
+__all__ = [
+    "FORMATS",
+    "LoadReport",
+    "QAExample",
+    "detect_format",
+    "load_corpus",
+    "load_qa",
+    "make_passage",
+    "passage_id",
+]

@@ -1,0 +1,219 @@
+"""LangChain's own document filters as baselines, run on our local models.
+
+Imported only when an ``lc-*`` method runs (``pip install 'neocorrag[bench]'``):
+neocorrag_core never imports LangChain otherwise.
+
+* ``lc-embeddings-filter``: ``EmbeddingsFilter`` with the benchmark's embedder.
+* ``lc-llm-filter``: ``LLMChainFilter.from_llm`` with the local LM wrapped as a LangChain
+  ``LLM`` (chat template applied, greedy). Its ``BooleanOutputParser`` raises on an
+  answer that holds neither YES nor NO; LangChain would fail the whole call, we drop
+  that one document and count it (``info["parse_errors"]``).
+* ``lc-llm-filter-logits``: the same prompt, but the decision is whether the LM's
+  next-token logit for "YES" beats "NO" (one forward pass per document): a fairer
+  reading of a small LM that rarely writes a clean YES.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from neocorrag_core.eval.methods import MethodOutput
+from neocorrag_core.eval.reader import chat_prompt_ids, greedy_generate
+from neocorrag_core.miner import EvidenceChainMiner
+from neocorrag_core.models import LanguageModel, TextEmbedder
+from neocorrag_core.types import Passage
+
+try:
+    from langchain_classic.retrievers.document_compressors import (
+        EmbeddingsFilter,
+        LLMChainFilter,
+    )
+    from langchain_classic.retrievers.document_compressors.chain_filter_prompt import (
+        prompt_template as LLM_FILTER_PROMPT,
+    )
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.language_models.llms import LLM
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "the LangChain baselines need langchain-classic and langchain-community: "
+        "pip install 'neocorrag[bench]'"
+    ) from exc
+
+
+@dataclass
+class TokenCounter:
+    """Prompt and generated tokens of every LM call a baseline makes."""
+
+    prompt: int = 0
+    generated: int = 0
+
+
+class LocalChatLLM(LLM):
+    """A :class:`LanguageModel` as a LangChain LLM: chat template, greedy, counted tokens."""
+
+    lm: Any
+    counter: Any
+    max_new_tokens: int = 8
+
+    @property
+    def _llm_type(self) -> str:
+        return "neocorrag-local"
+
+    def _call(self, prompt: str, stop: list[str] | None = None, **kwargs: Any) -> str:
+        lm: LanguageModel = self.lm
+        with lm.lock:
+            ids = chat_prompt_ids(lm, prompt)
+            new = greedy_generate(lm, ids, self.max_new_tokens)
+            self.counter.prompt += len(ids)
+            self.counter.generated += len(new)
+            text = lm.tokenizer.decode(new, skip_special_tokens=True)
+        for marker in stop or ():
+            text = text.split(marker)[0]
+        return text
+
+
+class LangChainEmbeddings(Embeddings):
+    """Our :class:`TextEmbedder` behind LangChain's ``Embeddings`` interface."""
+
+    def __init__(self, embedder: TextEmbedder) -> None:
+        self.embedder = embedder
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text."""
+        return self.embedder.embed(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of one query."""
+        return self.embedder.embed([text])[0].tolist()
+
+
+def to_documents(passages: Sequence[Passage]) -> list[Document]:
+    """Passages as LangChain documents (``title: text``), keeping the id in metadata."""
+    return [
+        Document(page_content=f"{p.title}: {p.text}" if p.title else p.text, metadata={"id": p.id})
+        for p in passages
+    ]
+
+
+def _kept(passages: Sequence[Passage], documents: Sequence[Document]) -> list[Passage]:
+    ids = {d.metadata["id"] for d in documents}
+    return [p for p in passages if p.id in ids]
+
+
+class EmbeddingsFilterMethod:
+    """LangChain ``EmbeddingsFilter`` (cosine of query and document >= threshold)."""
+
+    name = "lc-embeddings-filter"
+
+    def __init__(self, embedder: TextEmbedder, threshold: float) -> None:
+        self.threshold = threshold
+        self.filter = EmbeddingsFilter(
+            embeddings=LangChainEmbeddings(embedder), similarity_threshold=threshold
+        )
+
+    def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
+        """Keep the documents whose embedding is similar enough to the question."""
+        started = time.perf_counter()
+        kept = self.filter.compress_documents(to_documents(passages), question)
+        seconds = time.perf_counter() - started
+        return MethodOutput(
+            _kept(passages, kept), timings={"filter": seconds}, info={"threshold": self.threshold}
+        )
+
+
+class LLMChainFilterMethod:
+    """LangChain ``LLMChainFilter`` with the local LM; unparseable answers drop the document."""
+
+    name = "lc-llm-filter"
+
+    def __init__(self, lm: LanguageModel) -> None:
+        self.counter = TokenCounter()
+        self.filter = LLMChainFilter.from_llm(LocalChatLLM(lm=lm, counter=self.counter))
+
+    def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
+        """Ask the LM YES/NO per document, as LangChain does."""
+        self.counter.prompt = self.counter.generated = 0
+        started = time.perf_counter()
+        kept: list[Document] = []
+        parse_errors = 0
+        for document in to_documents(passages):
+            try:
+                kept.extend(self.filter.compress_documents([document], question))
+            except ValueError:  # BooleanOutputParser: neither YES nor NO in the answer
+                parse_errors += 1
+        return MethodOutput(
+            _kept(passages, kept),
+            prompt_tokens=self.counter.prompt,
+            generated_tokens=self.counter.generated,
+            timings={"filter": time.perf_counter() - started},
+            info={"parse_errors": parse_errors},
+        )
+
+
+def _first_token_ids(lm: LanguageModel, words: Sequence[str]) -> list[int]:
+    ids = {lm.tokenizer(w, add_special_tokens=False)["input_ids"][0] for w in words}
+    return sorted(ids)
+
+
+class LogitsYesNoFilterMethod:
+    """LLMChainFilter's prompt, decided by max logit over YES-like vs NO-like first tokens."""
+
+    name = "lc-llm-filter-logits"
+
+    def __init__(self, lm: LanguageModel) -> None:
+        self.lm = lm
+        self.yes = _first_token_ids(lm, ["YES", "Yes", " YES", " Yes"])
+        self.no = _first_token_ids(lm, ["NO", "No", " NO", " No"])
+
+    def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
+        """One forward pass per document; keep it when YES outscores NO."""
+        import torch
+
+        started = time.perf_counter()
+        kept: list[Passage] = []
+        p_yes: list[float] = []
+        prompt_tokens = 0
+        for passage, document in zip(passages, to_documents(passages), strict=True):
+            text = LLM_FILTER_PROMPT.format(question=question, context=document.page_content)
+            with self.lm.lock:
+                ids = chat_prompt_ids(self.lm, text)
+                with torch.inference_mode():
+                    logits = self.lm.model(torch.tensor([ids])).logits[0, -1].float()
+            prompt_tokens += len(ids)
+            yes, no = float(logits[self.yes].max()), float(logits[self.no].max())
+            # P(YES | YES or NO) from the two best logits: how close each call came to YES.
+            p_yes.append(round(1.0 / (1.0 + math.exp(no - yes)), 4))
+            if yes > no:
+                kept.append(passage)
+        return MethodOutput(
+            kept,
+            prompt_tokens=prompt_tokens,
+            timings={"filter": time.perf_counter() - started},
+            info={"p_yes": p_yes},
+        )
+
+
+def build(name: str, miner: EvidenceChainMiner, *, embeddings_threshold: float) -> Any:
+    """The baseline called ``name``, using the miner's embedder and LM."""
+    if name == "lc-embeddings-filter":
+        return EmbeddingsFilterMethod(miner.embedder, embeddings_threshold)
+    if name == "lc-llm-filter":
+        return LLMChainFilterMethod(miner.lm)
+    if name == "lc-llm-filter-logits":
+        return LogitsYesNoFilterMethod(miner.lm)
+    raise ValueError(f"not a LangChain baseline: {name!r}")
+
+
+__all__ = [
+    "EmbeddingsFilterMethod",
+    "LLMChainFilterMethod",
+    "LangChainEmbeddings",
+    "LocalChatLLM",
+    "LogitsYesNoFilterMethod",
+    "build",
+]

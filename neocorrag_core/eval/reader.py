@@ -1,0 +1,169 @@
+"""The answering model: one prompt template for every method, greedy, answer-only output.
+
+The reader sees the method's passages and, for neocorrag methods, the evidence
+chain block. Its output is cut to a short answer (first line, no "Answer:"
+prefix, no trailing period) so exact match means something.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from neocorrag_core.models import LanguageModel, end_of_turn_token_id
+from neocorrag_core.refine import render_passage
+from neocorrag_core.types import Passage
+
+READER_PRESETS = ("default", "qwen-1.5b")
+
+READER_TEMPLATE = (
+    "Answer the question using the context below. Reply with the answer only: a short "
+    "phrase such as a name, a place, a date, a number, or yes/no. No explanation.\n\n"
+    "Context:\n{context}\n\n"
+    "Question: {question}"
+)
+EMPTY_CONTEXT = "(no context)"
+
+_PREFIX = re.compile(r"^\s*(?:final\s+)?answer\s*[:\-]\s*", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ReaderOutput:
+    """One answer with what it cost."""
+
+    answer: str
+    raw: str
+    prompt_tokens: int
+    generated_tokens: int
+    seconds: float
+
+
+def reader_context(
+    passages: Sequence[Passage], chain_text: str = "", max_passage_chars: int | None = None
+) -> str:
+    """The context block: the chain block (if any), then the passages, blank-line separated."""
+    blocks = [chain_text] if chain_text else []
+    for passage in passages:
+        text = render_passage(passage)
+        blocks.append(text[:max_passage_chars] if max_passage_chars else text)
+    return "\n\n".join(blocks) or EMPTY_CONTEXT
+
+
+def clean_answer(raw: str) -> str:
+    """First non-empty line, without an "Answer:" prefix, quotes or a trailing period."""
+    line = next((ln.strip() for ln in raw.splitlines() if ln.strip()), "")
+    line = _PREFIX.sub("", line).strip()
+    line = line.strip("\"'*` ")
+    return line[:-1].rstrip() if line.endswith(".") else line
+
+
+class Reader:
+    """Greedy short-answer generation with a local :class:`LanguageModel`."""
+
+    def __init__(
+        self,
+        lm: LanguageModel,
+        *,
+        max_new_tokens: int = 20,
+        max_passage_chars: int | None = None,
+        template: str = READER_TEMPLATE,
+    ) -> None:
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        self.lm = lm
+        self.max_new_tokens = max_new_tokens
+        self.max_passage_chars = max_passage_chars
+        self.template = template
+        # Greedy decoding is deterministic: an identical prompt (e.g. a method that passed
+        # the retrieved passages through unchanged) gets the stored answer and its cost.
+        self._memo: dict[tuple[int, ...], ReaderOutput] = {}
+        self._memo_question = ""
+
+    @property
+    def name(self) -> str:
+        """The reader model's name, for reports."""
+        return self.lm.name
+
+    def prompt_ids(self, question: str, context: str) -> list[int]:
+        """Token ids of the chat-formatted reader prompt."""
+        text = self.template.format(context=context, question=question)
+        return chat_prompt_ids(self.lm, text, plain_suffix="\nAnswer:")
+
+    def answer(
+        self, question: str, passages: Sequence[Passage], chain_text: str = ""
+    ) -> ReaderOutput:
+        """Answer ``question`` from ``passages`` (and chains); counts every token."""
+        context = reader_context(passages, chain_text, self.max_passage_chars)
+        started = time.perf_counter()
+        with self.lm.lock:
+            ids = self.prompt_ids(question, context)
+            if question != self._memo_question:  # the runner goes question by question
+                self._memo, self._memo_question = {}, question
+            key = tuple(ids)
+            if key in self._memo:
+                return self._memo[key]
+            new = greedy_generate(self.lm, ids, self.max_new_tokens)
+            raw = self.lm.tokenizer.decode(new, skip_special_tokens=True)
+        output = ReaderOutput(
+            answer=clean_answer(raw),
+            raw=raw,
+            prompt_tokens=len(ids),
+            generated_tokens=len(new),
+            seconds=time.perf_counter() - started,
+        )
+        self._memo[key] = output
+        return output
+
+
+def chat_prompt_ids(lm: LanguageModel, text: str, plain_suffix: str = "") -> list[int]:
+    """``text`` as one user turn in the LM's chat template (or plain text plus a suffix)."""
+    tokenizer = lm.tokenizer
+    if getattr(tokenizer, "chat_template", None):
+        rendered = tokenizer.apply_chat_template(
+            [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+        )
+        return list(tokenizer(rendered, add_special_tokens=False)["input_ids"])
+    return list(tokenizer(text + plain_suffix)["input_ids"])
+
+
+def greedy_generate(lm: LanguageModel, ids: Sequence[int], max_new_tokens: int) -> list[int]:
+    """Greedy continuation of ``ids`` until an end-of-turn token; the model's own sampling
+    settings are neutralized so every method's reader call is deterministic."""
+    import torch
+
+    end_id = end_of_turn_token_id(lm.tokenizer)
+    eos = {end_id}
+    model_eos = getattr(getattr(lm.model, "config", None), "eos_token_id", None)
+    if isinstance(model_eos, int):
+        eos.add(model_eos)
+    inputs = torch.tensor([list(ids)])
+    with lm.lock, torch.inference_mode():
+        output = lm.model.generate(
+            inputs,
+            attention_mask=torch.ones_like(inputs),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            num_beams=1,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            repetition_penalty=1.0,
+            eos_token_id=sorted(eos),
+            pad_token_id=lm.tokenizer.pad_token_id or end_id,
+        )
+    # The end token stays in the list: it was generated, so it counts as a generated token.
+    return output[0, len(ids) :].tolist()
+
+
+__all__ = [
+    "READER_PRESETS",
+    "READER_TEMPLATE",
+    "Reader",
+    "ReaderOutput",
+    "chat_prompt_ids",
+    "clean_answer",
+    "greedy_generate",
+    "reader_context",
+]

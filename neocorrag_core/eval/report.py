@@ -1,0 +1,122 @@
+"""report.md: one table like the paper's Tables 1 and 3, costs, and the bootstrap intervals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from neocorrag_core.eval.methods import METHODS
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def _interval(ci: dict[str, Any], scale: float = 100.0, digits: int = 1) -> str:
+    mark = "" if ci["excludes_zero"] else " (n.s.)"
+    return (
+        f"{scale * ci['mean']:+.{digits}f} "
+        f"[{scale * ci['low']:+.{digits}f}, {scale * ci['high']:+.{digits}f}]{mark}"
+    )
+
+
+def quality_table(results: dict[str, Any]) -> str:
+    """Markdown table: Recall@k, Hit, Chain, ATD, AID, empty share, EM, F1, RCR@k per method."""
+    k = results["settings"]["top_k"]
+    head = (
+        f"| method | Recall@{k} | Hit@{k} | Chain@{k} | ATD | AID | empty % | EM | F1 | "
+        f"RCR@{k} |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )
+    rows = [head]
+    for name, agg in results["methods"].items():
+        rows.append(
+            f"| {name} | {_pct(agg['recall'])} | {_pct(agg['hit'])} | {_pct(agg['chain'])} | "
+            f"{agg['atd']:.2f} | {agg['aid']:.2f} | {_pct(agg['empty'])} | {_pct(agg['em'])} | "
+            f"{_pct(agg['f1'])} | {_pct(agg['rcr'])} |"
+        )
+    return "\n".join(rows)
+
+
+def cost_table(results: dict[str, Any]) -> str:
+    """Markdown table: tokens per question and seconds per stage per method."""
+    rows = [
+        "| method | method tokens / q | reader tokens / q | retrieve s | method s | read s | "
+        "peak RSS MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, agg in results["methods"].items():
+        s = agg["seconds"]
+        rows.append(
+            f"| {name} | {agg['method_tokens']:.0f} | {agg['reader_tokens']:.0f} | "
+            f"{s.get('retrieve', 0):.2f} | {s.get('method', 0):.2f} | {s.get('read', 0):.2f} | "
+            f"{agg['peak_rss_mb']:.0f} |"
+        )
+    return "\n".join(rows)
+
+
+def comparison_table(results: dict[str, Any]) -> str:
+    """Markdown table: paired bootstrap 95% intervals of differences against 'none'."""
+    if not results["comparisons"]:
+        return "_No comparison: the baseline `none` was not run._"
+    rows = [
+        "| method | ΔF1 (pt) | ΔEM (pt) | ΔRecall (pt) | ΔAID (passages) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, ci in results["comparisons"].items():
+        rows.append(
+            f"| {name} | {_interval(ci['f1'])} | {_interval(ci['em'])} | "
+            f"{_interval(ci['recall'])} | {_interval(ci['aid'], 1.0, 2)} |"
+        )
+    return "\n".join(rows)
+
+
+def render_report(results: dict[str, Any]) -> str:
+    """The whole report.md for one run."""
+    settings, data = results["settings"], results["data"]
+    skipped = ", ".join(f"{n} {why}" for why, n in data["skipped"].items()) or "none"
+    fallbacks = [
+        f"`{name}`: " + ", ".join(f"{why} {n}" for why, n in agg["fallbacks"].items())
+        for name, agg in results["methods"].items()
+        if agg["fallbacks"]
+    ]
+    lines = [
+        "# neocorrag eval report",
+        "",
+        f"- data: `{data['path']}` ({data['format']}; {data['loaded']} of {data['rows_read']} "
+        f"rows read loaded; skipped: {skipped})",
+        f"- questions compared (finished by every method): {results['questions_compared']}",
+        f"- retrieval: {settings['retriever']} top-{settings['top_k']} over the "
+        f"{settings['pool']} pool; triples: {settings['triples'] or 'passage metadata'}",
+        f"- reader: `{settings['reader']}` (greedy, max {settings['max_new_tokens']} new tokens); "
+        f"decoding LM: `{settings['lm'] or 'default'}`",
+        f"- bootstrap: {settings['bootstrap']} paired resamples, seed {settings['seed']}",
+        "",
+        "## Quality (percent; ATD/AID in passages)",
+        "",
+        quality_table(results),
+        "",
+        "Recall/Hit/Chain are measured on the passages each method hands to the reader "
+        "(a subset of the retrieved top-k); RCR = mean F1 / mean Recall.",
+        "",
+        "## Differences against `none` (paired bootstrap 95% interval)",
+        "",
+        comparison_table(results),
+        "",
+        "(n.s.) marks an interval that contains 0: no difference is claimed there.",
+        "",
+        "## Cost per question",
+        "",
+        cost_table(results),
+        "",
+        "Seconds are wall time on this machine (noisy on a shared CPU); peak RSS is the "
+        "whole process's peak when the method's last question finished.",
+        "",
+        "## Methods",
+        "",
+        *[f"- `{name}`: {METHODS[name]}" for name in results["methods"]],
+    ]
+    if fallbacks:
+        lines += ["", "Engine fallbacks (input passed through): " + "; ".join(fallbacks)]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["comparison_table", "cost_table", "quality_table", "render_report"]

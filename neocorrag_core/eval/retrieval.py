@@ -1,0 +1,127 @@
+"""The retrieval step every method shares: dense or BM25 top-k over a question's pool.
+
+The pool is either the question's own candidate passages (``per-question``) or
+one corpus shared by all questions (``corpus``: a corpus file, or the union of
+every question's candidates). All methods then refine the same top-k.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+import numpy as np
+
+from neocorrag_core.eval.datasets import QAExample
+from neocorrag_core.types import Passage
+
+PoolMode = Literal["per-question", "corpus"]
+RetrieverKind = Literal["dense", "bm25"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def passage_text(passage: Passage) -> str:
+    """What is embedded or indexed for a passage: ``title: text``."""
+    return f"{passage.title}: {passage.text}" if passage.title else passage.text
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercased word tokens for BM25."""
+    return _WORD.findall(text.casefold())
+
+
+class BM25:
+    """Okapi BM25 over a fixed list of texts (k1 = 1.5, b = 0.75, Lucene-style idf)."""
+
+    def __init__(self, texts: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.docs = [Counter(tokenize(t)) for t in texts]
+        self.lengths = np.array([sum(d.values()) for d in self.docs], dtype=float)
+        self.avg_length = float(self.lengths.mean()) if len(self.docs) else 0.0
+        df: Counter[str] = Counter()
+        for doc in self.docs:
+            df.update(doc.keys())
+        n = len(self.docs)
+        # The +1 inside the log keeps idf positive for terms in over half the documents.
+        self.idf = {term: math.log(1 + (n - f + 0.5) / (f + 0.5)) for term, f in df.items()}
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every document for ``query``."""
+        out = np.zeros(len(self.docs))
+        if not self.docs:
+            return out
+        norm = self.k1 * (1 - self.b + self.b * self.lengths / max(self.avg_length, 1e-9))
+        for term in set(tokenize(query)):
+            idf = self.idf.get(term)
+            if idf is None:
+                continue
+            tf = np.array([doc.get(term, 0) for doc in self.docs], dtype=float)
+            out += idf * tf * (self.k1 + 1) / (tf + norm)
+        return out
+
+
+def top_k(passages: Sequence[Passage], scores: np.ndarray, k: int) -> list[Passage]:
+    """The ``k`` best passages (ties keep input order), each carrying its retrieval score."""
+    order = np.argsort(-np.asarray(scores), kind="stable")[:k]
+    return [replace(passages[i], score=float(scores[i])) for i in order]
+
+
+class Retriever:
+    """Dense (the embedder's cosine) or BM25 top-k over the per-question or pooled corpus."""
+
+    def __init__(
+        self,
+        kind: RetrieverKind = "dense",
+        *,
+        embedder: Any = None,
+        pool: PoolMode = "per-question",
+        corpus: Sequence[Passage] | None = None,
+    ) -> None:
+        if kind not in ("dense", "bm25"):
+            raise ValueError(f"retriever must be 'dense' or 'bm25', got {kind!r}")
+        if pool not in ("per-question", "corpus"):
+            raise ValueError(f"pool must be 'per-question' or 'corpus', got {pool!r}")
+        if kind == "dense" and embedder is None:
+            raise ValueError("dense retrieval needs an embedder")
+        if pool == "corpus" and not corpus:
+            raise ValueError("pool='corpus' needs a non-empty corpus")
+        self.kind, self.embedder, self.pool = kind, embedder, pool
+        self.corpus = list(corpus or [])
+        self._bm25: BM25 | None = None
+        self._corpus_vecs: np.ndarray | None = None
+
+    def retrieve(self, example: QAExample, k: int) -> list[Passage]:
+        """The top-``k`` passages for the example's question, best first."""
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        passages = self.corpus if self.pool == "corpus" else list(example.passages)
+        return top_k(passages, self._scores(example.question, passages), k)
+
+    def _scores(self, question: str, passages: list[Passage]) -> np.ndarray:
+        pooled = self.pool == "corpus"
+        if self.kind == "bm25":
+            index = self._bm25 if pooled else None
+            if index is None:
+                index = BM25([passage_text(p) for p in passages])
+                if pooled:
+                    self._bm25 = index
+            return index.scores(question)
+        vecs = self._corpus_vecs if pooled else None
+        if vecs is None:
+            vecs = np.asarray(self.embedder.embed([passage_text(p) for p in passages]))
+            if pooled:
+                self._corpus_vecs = vecs
+        return vecs @ np.asarray(self.embedder.embed([question])[0])
+
+
+def pooled_corpus(examples: Sequence[QAExample]) -> list[Passage]:
+    """Every question's candidate passages, each paragraph once (ids are content hashes)."""
+    return list({p.id: p for e in examples for p in e.passages}.values())
+
+
+__all__ = ["BM25", "Retriever", "passage_text", "pooled_corpus", "tokenize", "top_k"]

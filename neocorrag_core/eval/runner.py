@@ -1,0 +1,535 @@
+"""``neocorrag eval``: retrieve once, refine with each method, read, score, cache, report.
+
+Every (method, question) record is appended to ``<out>/cache/<method>.jsonl`` as soon
+as it is done, so an interrupted run resumes where it stopped. ``<out>/run.json``
+holds the settings that change results; resuming with different ones is refused
+(use another ``--out``). Models are loaded only when something is left to compute.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import resource
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neocorrag_core.config import MinerConfig
+from neocorrag_core.eval import metrics as M
+from neocorrag_core.eval.datasets import LoadReport, QAExample, load_corpus, load_qa
+from neocorrag_core.eval.methods import METHODS, Method, MethodOutput, build_methods
+from neocorrag_core.eval.reader import Reader
+from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
+from neocorrag_core.miner import EvidenceChainMiner
+from neocorrag_core.types import Passage
+
+logger = logging.getLogger(__name__)
+
+BASELINE = "none"
+DEFAULT_METHODS = (
+    "none",
+    "neocorrag-beam",
+    "neocorrag-rank",
+    "neocorrag-none",
+    "ablation-naive-search",
+    "ablation-free-decoding",
+    "ablation-no-filter",
+    "lc-embeddings-filter",
+    "lc-llm-filter",
+    "lc-llm-filter-logits",
+)
+
+
+@dataclass
+class EvalSettings:
+    """Everything one ``neocorrag eval`` run needs; see ``neocorrag eval --help``."""
+
+    data: str
+    out: str
+    methods: tuple[str, ...] = DEFAULT_METHODS
+    limit: int | None = None
+    top_k: int = 5
+    pool: str = "per-question"
+    corpus: str | None = None
+    retriever: str = "dense"
+    reader: str = "default"
+    lm: str | None = None
+    embedder: str | None = None
+    triples: str | None = None
+    max_new_tokens: int = 20
+    embeddings_threshold: float = 0.5
+    seed: int = 0
+    bootstrap: int = 2000
+    plots: bool = True
+    miner_overrides: dict[str, Any] = field(default_factory=dict)
+    contexts_from: str | None = None
+    """Out folder of an earlier run whose method contexts are replayed: only the reader runs."""
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise ValueError(f"unknown method(s): {', '.join(unknown)}")
+        if not self.methods:
+            raise ValueError("give at least one method")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit must be >= 1, got {self.limit}")
+        if self.top_k < 1:
+            raise ValueError(f"--top-k must be >= 1, got {self.top_k}")
+
+    def signature(self) -> dict[str, Any]:
+        """The settings that change a cached record; a resumed run must match them."""
+        keys = (
+            "data",
+            "top_k",
+            "pool",
+            "corpus",
+            "retriever",
+            "reader",
+            "lm",
+            "embedder",
+            "triples",
+            "max_new_tokens",
+            "embeddings_threshold",
+            "miner_overrides",
+            "contexts_from",
+        )
+        return {k: getattr(self, k) for k in keys}
+
+
+class ResultCache:
+    """Per-method JSONL files of finished question records under ``<out>/cache``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.records: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def _file(self, method: str) -> Path:
+        return self.folder / f"{method}.jsonl"
+
+    def load(self, method: str) -> dict[str, dict[str, Any]]:
+        """Records of ``method`` by question id; a torn last line (a crash mid-write) is dropped."""
+        if method not in self.records:
+            found: dict[str, dict[str, Any]] = {}
+            path = self._file(method)
+            if path.is_file():
+                for line in path.read_text(encoding="utf-8").splitlines():
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError:
+                        logger.warning("ignoring a torn line in %s", path)
+                        continue
+                    found[record["qid"]] = record
+            self.records[method] = found
+        return self.records[method]
+
+    def add(self, method: str, record: dict[str, Any]) -> None:
+        """Append one record and flush, so it survives an interruption right after."""
+        self.load(method)[record["qid"]] = record
+        with open(self._file(method), "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            f.flush()
+
+
+def check_signature(out: Path, settings: EvalSettings) -> None:
+    """Write ``run.json`` on the first run; refuse to mix caches of different settings."""
+    path = out / "run.json"
+    wanted = settings.signature()
+    if path.is_file():
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored != json.loads(json.dumps(wanted)):
+            changed = sorted(k for k in wanted if stored.get(k) != wanted[k])
+            raise ValueError(
+                f"{out} holds results of a run with other settings ({', '.join(changed)}); "
+                "use another --out, or delete the folder to start over"
+            )
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(wanted, indent=2), encoding="utf-8")
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 if sys.platform != "darwin" else peak / (1024 * 1024)
+
+
+def score_record(
+    example: QAExample,
+    method: str,
+    retrieved: Sequence[Passage],
+    output: MethodOutput,
+    answer: Any,
+    timings: dict[str, float],
+    k: int,
+) -> dict[str, Any]:
+    """One question's record: what the reader saw and said, its scores and its costs."""
+    ids = [p.id for p in output.passages]
+    gold = sorted(example.gold_ids)
+    return {
+        "qid": example.id,
+        "method": method,
+        "question": example.question,
+        "answers": list(example.answers),
+        "prediction": answer.answer,
+        "raw_prediction": answer.raw,
+        "gold_ids": gold,
+        "retrieved_ids": [p.id for p in retrieved],
+        "context_ids": ids,
+        "chain_text": output.chain_text,
+        "em": M.exact_match(answer.answer, example.answers),
+        "f1": M.f1_score(answer.answer, example.answers),
+        "recall": M.recall_at_k(ids, gold, k),
+        "hit": M.hit_at_k(ids, gold, k),
+        "chain": M.chain_at_k(ids, gold, k),
+        "atd": len(ids),
+        "aid": M.irrelevant_count(ids, gold),
+        "empty": float(not ids),
+        "retrieved_recall": M.recall_at_k([p.id for p in retrieved], gold, k),
+        "method_prompt_tokens": output.prompt_tokens,
+        "method_generated_tokens": output.generated_tokens,
+        "reader_prompt_tokens": answer.prompt_tokens,
+        "reader_generated_tokens": answer.generated_tokens,
+        "timings": timings,
+        "info": output.info,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+@dataclass
+class Components:
+    """The loaded models and objects a run needs (built only when work is left)."""
+
+    retriever: Retriever
+    methods: dict[str, Method]
+    reader: Reader
+
+
+def build_components(
+    settings: EvalSettings,
+    examples: Sequence[QAExample],
+    *,
+    embedder: Any = None,
+    lm: Any = None,
+    reader_lm: Any = None,
+    triple_source: Any = None,
+) -> Components:
+    """Resolve models (the given objects win over the settings' specs) and build methods."""
+    from neocorrag_core.models import resolve_embedder, resolve_lm
+
+    embedder = resolve_embedder(embedder if embedder is not None else settings.embedder)
+    config = MinerConfig().with_overrides(**settings.miner_overrides)
+    lm_spec = lm if lm is not None else settings.lm
+    miner = EvidenceChainMiner(
+        config,
+        embedder=embedder,
+        lm=lm_spec,
+        triple_source=triple_source or resolve_triple_source(settings.triples, settings.out),
+        show_progress=True,
+    )
+    if reader_lm is None:
+        same = settings.reader == "default" and settings.lm is None and lm is None
+        reader_lm = miner.lm if same else resolve_lm(settings.reader)
+    corpus = None
+    if settings.pool == "corpus":
+        corpus = load_corpus(settings.corpus) if settings.corpus else pooled_corpus(examples)
+    retriever = Retriever(
+        settings.retriever,  # type: ignore[arg-type]
+        embedder=embedder,
+        pool=settings.pool,  # type: ignore[arg-type]
+        corpus=corpus,
+    )
+    if settings.contexts_from:
+        source = replay_source(settings)
+        methods: list[Method] = [ReplayedMethod(name, source) for name in settings.methods]
+    else:
+        methods = build_methods(
+            settings.methods, miner, embeddings_threshold=settings.embeddings_threshold
+        )
+    reader = Reader(resolve_lm(reader_lm), max_new_tokens=settings.max_new_tokens)
+    return Components(retriever, {m.name: m for m in methods}, reader)
+
+
+# Settings that must match for another run's method contexts to be valid here.
+_REPLAY_KEYS = (
+    "data",
+    "top_k",
+    "pool",
+    "corpus",
+    "retriever",
+    "lm",
+    "embedder",
+    "triples",
+    "embeddings_threshold",
+    "miner_overrides",
+)
+
+
+def replay_source(settings: EvalSettings) -> ResultCache:
+    """The cache of the run named by ``contexts_from``, checked to have matching settings."""
+    folder = Path(settings.contexts_from or "")
+    path = folder / "run.json"
+    if not path.is_file():
+        raise ValueError(f"--contexts-from {folder}: no run.json there (not an eval out folder)")
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    wanted = json.loads(json.dumps(settings.signature()))
+    changed = [k for k in _REPLAY_KEYS if stored.get(k) != wanted.get(k)]
+    if changed:
+        raise ValueError(
+            f"--contexts-from {folder} ran with other settings ({', '.join(changed)}); "
+            "only the reader may differ"
+        )
+    return ResultCache(folder / "cache")
+
+
+class ReplayedMethod:
+    """A method's context replayed from an earlier run's records, so a new reader sees
+    exactly what that run's reader saw; its method cost is the recorded one."""
+
+    def __init__(self, name: str, source: ResultCache) -> None:
+        self.name = name
+        self.by_question = {r["question"]: r for r in source.load(name).values()}
+
+    def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
+        """The recorded context: the same passages (by id) and the same chain block."""
+        record = self.by_question.get(question)
+        if record is None:
+            raise ValueError(
+                f"--contexts-from has no {self.name!r} record for {question[:60]!r}; "
+                "finish that run first or lower --limit"
+            )
+        by_id = {p.id: p for p in passages}
+        missing = [pid for pid in record["context_ids"] if pid not in by_id]
+        if missing:
+            raise ValueError(f"replayed context ids {missing} are not among the retrieved")
+        timings = {
+            k.removeprefix("method."): v
+            for k, v in record["timings"].items()
+            if k.startswith("method.")
+        }
+        return MethodOutput(
+            [by_id[pid] for pid in record["context_ids"]],
+            record["chain_text"],
+            record["method_prompt_tokens"],
+            record["method_generated_tokens"],
+            timings,
+            {**record["info"], "replayed": True},
+        )
+
+
+def resolve_triple_source(spec: str | None, out: str) -> Any:
+    """``None`` (passage metadata), a HippoRAG OpenIE file, or ``"spacy"`` (cached extractor)."""
+    from neocorrag_core.triples import MetadataTripleSource, OpenIETripleSource
+
+    if spec is None or spec == "none":
+        return MetadataTripleSource()
+    if spec == "spacy":
+        try:
+            from neocorrag_core.triples.spacy_extractor import SpacyTripleExtractor
+            from neocorrag_core.triples.store import CachedTripleSource, TripleStore
+        except ImportError as exc:
+            raise ImportError(f"--triples spacy needs the spaCy extractor ({exc})") from exc
+        store = TripleStore(Path(out) / "triples.sqlite")
+        return CachedTripleSource(store, SpacyTripleExtractor())
+    return OpenIETripleSource.from_file(spec)
+
+
+def _pending(
+    examples: Sequence[QAExample], methods: Sequence[str], cache: ResultCache
+) -> list[tuple[QAExample, list[str]]]:
+    todo = []
+    for example in examples:
+        missing = [m for m in methods if example.id not in cache.load(m)]
+        if missing:
+            todo.append((example, missing))
+    return todo
+
+
+def run_evaluation(
+    settings: EvalSettings,
+    *,
+    embedder: Any = None,
+    lm: Any = None,
+    reader_lm: Any = None,
+    triple_source: Any = None,
+    show_progress: bool = True,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Run (or resume) the benchmark and write results.json, report.md and the plots."""
+    from tqdm.auto import tqdm
+
+    out = Path(settings.out)
+    examples, load_report = load_qa(settings.data, settings.limit)
+    if not examples:
+        raise ValueError(f"{settings.data}: no usable question ({load_report.summary()})")
+    check_signature(out, settings)
+    cache = ResultCache(out / "cache")
+    todo = _pending(examples, settings.methods, cache)
+    if todo:
+        parts = build_components(
+            settings,
+            examples,
+            embedder=embedder,
+            lm=lm,
+            reader_lm=reader_lm,
+            triple_source=triple_source,
+        )
+        total = sum(len(missing) for _, missing in todo)
+        with tqdm(total=total, desc="neocorrag eval", unit="run", disable=not show_progress) as bar:
+            for example, missing in todo:
+                started = time.perf_counter()
+                retrieved = parts.retriever.retrieve(example, settings.top_k)
+                retrieve_seconds = time.perf_counter() - started
+                for name in missing:
+                    bar.set_postfix_str(f"{example.id[:18]} {name}")
+                    record = _run_one(parts, example, name, retrieved, retrieve_seconds, settings)
+                    cache.add(name, record)
+                    if on_record is not None:
+                        on_record(record)
+                    bar.update(1)
+    results = summarize(examples, settings, cache, load_report)
+    write_outputs(results, out, plots=settings.plots)
+    return results
+
+
+def _run_one(
+    parts: Components,
+    example: QAExample,
+    name: str,
+    retrieved: list[Passage],
+    retrieve_seconds: float,
+    settings: EvalSettings,
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    output = parts.methods[name].refine(example.question, retrieved)
+    method_seconds = time.perf_counter() - started
+    if output.info.get("replayed"):
+        method_seconds = output.timings.get("total", sum(output.timings.values()))
+    answer = parts.reader.answer(example.question, output.passages, output.chain_text)
+    timings = {"retrieve": retrieve_seconds}
+    timings.update({f"method.{k}": v for k, v in output.timings.items()})
+    timings["method"] = method_seconds
+    timings["read"] = answer.seconds
+    return score_record(example, name, retrieved, output, answer, timings, settings.top_k)
+
+
+def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Means over questions of every per-question metric, RCR@k and cost summaries."""
+    n = len(records)
+
+    def mean(key: str) -> float:
+        return float(np.mean([r[key] for r in records])) if n else 0.0
+
+    stages: dict[str, float] = {}
+    for r in records:
+        for stage, seconds in r["timings"].items():
+            stages[stage] = stages.get(stage, 0.0) + seconds / n
+    f1 = [r["f1"] for r in records]
+    recall = [r["recall"] for r in records]
+    return {
+        "questions": n,
+        "recall": mean("recall"),
+        "hit": mean("hit"),
+        "chain": mean("chain"),
+        "atd": mean("atd"),
+        "aid": mean("aid"),
+        "empty": mean("empty"),
+        "em": mean("em"),
+        "f1": mean("f1"),
+        "rcr": M.rcr(mean("f1"), mean("recall")),
+        "rcr_per_question": M.rcr_per_question(f1, recall) if n else 0.0,
+        "reader_tokens": mean("reader_prompt_tokens") + mean("reader_generated_tokens"),
+        "method_tokens": mean("method_prompt_tokens") + mean("method_generated_tokens"),
+        "method_prompt_tokens": mean("method_prompt_tokens"),
+        "method_generated_tokens": mean("method_generated_tokens"),
+        "seconds": stages,
+        "peak_rss_mb": max((r["peak_rss_mb"] for r in records), default=0.0),
+        "fallbacks": _count(r["info"].get("fallback") for r in records),
+    }
+
+
+def _count(values: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        if value:
+            counts[value] = counts.get(value, 0) + 1
+    return counts
+
+
+def summarize(
+    examples: Sequence[QAExample],
+    settings: EvalSettings,
+    cache: ResultCache,
+    load_report: LoadReport,
+) -> dict[str, Any]:
+    """results.json content: settings, data report, per-method aggregates, bootstrap CIs."""
+    ids = [e.id for e in examples]
+    per_method = {
+        m: [cache.load(m)[q] for q in ids if q in cache.load(m)] for m in settings.methods
+    }
+    # Compare only questions every method finished, so all rows describe the same questions.
+    complete = [q for q in ids if all(q in cache.load(m) for m in settings.methods)]
+    aggregates = {m: aggregate([cache.load(m)[q] for q in complete]) for m in settings.methods}
+    comparisons: dict[str, Any] = {}
+    if BASELINE in settings.methods and complete:
+        base = cache.load(BASELINE)
+        for m in settings.methods:
+            if m == BASELINE:
+                continue
+            rows = cache.load(m)
+            comparisons[m] = {
+                key: M.paired_bootstrap(
+                    [rows[q][key] for q in complete],
+                    [base[q][key] for q in complete],
+                    resamples=settings.bootstrap,
+                    seed=settings.seed,
+                ).to_dict()
+                for key in ("f1", "aid", "em", "recall")
+            }
+    return {
+        "settings": asdict(settings),
+        "data": {
+            "path": load_report.path,
+            "format": load_report.format,
+            "rows_read": load_report.rows,
+            "loaded": load_report.loaded,
+            "skipped": dict(load_report.skipped),
+        },
+        "questions_compared": len(complete),
+        "methods": aggregates,
+        "comparisons": comparisons,
+        "per_question": per_method,
+    }
+
+
+def write_outputs(results: dict[str, Any], out: Path, *, plots: bool = True) -> None:
+    """results.json, report.md and (with matplotlib) the PNG plots."""
+    from neocorrag_core.eval.report import render_report
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False))
+    (out / "report.md").write_text(render_report(results), encoding="utf-8")
+    if plots:
+        try:
+            from neocorrag_core.eval.plots import write_plots
+        except ImportError as exc:
+            logger.warning("plots skipped (%s); pip install 'neocorrag[viz]'", exc)
+            return
+        write_plots(results, out)
+
+
+__all__ = [
+    "DEFAULT_METHODS",
+    "EvalSettings",
+    "ResultCache",
+    "aggregate",
+    "run_evaluation",
+    "score_record",
+    "summarize",
+]

@@ -1,0 +1,83 @@
+"""What every triple extractor shares: the protocol, the text it reads, and triple clean-up."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+from neocorrag_core.graph import normalize_entity
+from neocorrag_core.types import Passage, Triple
+
+logger = logging.getLogger(__name__)
+
+_TITLE_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+@runtime_checkable
+class TripleExtractor(Protocol):
+    """Makes triples from passage text; ``extractor_id`` + ``version`` key the cache.
+
+    Bump ``version`` whenever a change (prompt, rules, model) can change the output,
+    so stored triples of the old behaviour are not served for the new one.
+    Every extractor is also a ``TripleSource`` (``triples_for`` = ``extract``).
+    """
+
+    extractor_id: str
+    version: str
+
+    def extract(self, passages: Sequence[Passage]) -> list[list[Triple]]:
+        """The triples of each passage, aligned with ``passages``."""
+        ...
+
+
+def passage_document(passage: Passage) -> str:
+    """The text an extractor reads (title line, then text): also what the store hashes."""
+    text = " ".join(passage.text.split())
+    title = " ".join(passage.title.split())
+    return f"{title}\n{text}" if title else text
+
+
+def canonical_title(title: str) -> str:
+    """The entity a title names: "The Zone (2017 film)" -> "The Zone" (Wikipedia qualifiers off)."""
+    title = " ".join(title.split())
+    stripped = _TITLE_QUALIFIER.sub("", title)
+    return stripped or title
+
+
+def clean_triples(triples: Iterable[Triple], source_id: str) -> list[Triple]:
+    """Collapse whitespace, drop empty parts and self-loops, de-duplicate on normalized parts.
+
+    The first surface form of a duplicate is kept; matching uses
+    :func:`neocorrag_core.graph.normalize_entity` (case-folded), the same key the graph uses.
+    """
+    out: list[Triple] = []
+    seen: set[tuple[str, str, str]] = set()
+    for triple in triples:
+        subject, relation, obj = (" ".join(part.split()) for part in triple.key())
+        head, tail = normalize_entity(subject), normalize_entity(obj)
+        rel = " ".join(relation.split()).casefold()
+        if not head or not tail or not rel or head == tail:
+            continue
+        key = (head, rel, tail)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Triple(subject, relation, obj, (source_id,)))
+    return out
+
+
+def truncate_words(text: str, max_words: int, *, passage_id: str, extractor: str) -> str:
+    """Cut ``text`` to ``max_words`` words, warning once per passage (bounded extraction cost)."""
+    words = text.split(" ")
+    if len(words) <= max_words:
+        return text
+    logger.warning(
+        "%s: passage %r has %d words; only the first %d are read (raise max_words to read more)",
+        extractor,
+        passage_id,
+        len(words),
+        max_words,
+    )
+    return " ".join(words[:max_words])

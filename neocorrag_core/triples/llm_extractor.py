@@ -1,0 +1,485 @@
+"""``LLMTripleExtractor``: two-step (entities, then triples) extraction with an LLM.
+
+Two kinds of LLM are accepted:
+
+* a local Hugging Face causal LM (anything :func:`neocorrag_core.models.resolve_lm`
+  takes; ``None`` = the bundled Qwen2.5-Coder-0.5B-Instruct): prompts run in batches
+  (left padding, greedy) and every generated token is constrained by an Outlines JSON-schema
+  logits processor, so the output always parses;
+* the user's framework LLM (a LangChain chat model, or a LlamaIndex LLM): its own
+  structured output is used where it offers one, otherwise the text answer is parsed
+  and validated, skipping malformed items with a warning.
+
+Model output is only ever read with ``json``; nothing it says is executed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from neocorrag_core.triples.base import parse_triple
+from neocorrag_core.triples.extractor import clean_triples, truncate_words
+from neocorrag_core.triples.prompts import (
+    ENTITY_SCHEMA,
+    PROMPT_VERSION,
+    TRIPLE_SCHEMA,
+    entity_messages,
+    messages_as_text,
+    triple_messages,
+)
+from neocorrag_core.types import Passage, Triple
+
+logger = logging.getLogger(__name__)
+
+# A single optional space between JSON tokens: the default pattern allows unbounded
+# whitespace, which a weak model can loop in until max_new_tokens.
+_WHITESPACE = r"[ ]?"
+
+
+@dataclass
+class ExtractionStats:
+    """Counters over the life of an extractor (the benchmark reports them)."""
+
+    passages: int = 0
+    llm_calls: int = 0
+    invalid_outputs: int = 0
+    """Outputs that were not valid JSON of the schema (only salvageable items kept)."""
+    truncated_outputs: int = 0
+    """Outputs cut by ``max_new_tokens``; their complete items are kept."""
+    skipped_items: int = 0
+    """Entities or triples that did not validate (wrong arity, empty, not strings)."""
+
+
+class LLMTripleExtractor:
+    """HippoRAG-style extraction: named entities first, then triples that use them.
+
+    Args:
+        lm: a local LM spec for :func:`~neocorrag_core.models.resolve_lm` (``None`` = the
+            bundled default), a LangChain chat model, or a LlamaIndex LLM.
+        batch_size: prompts per ``generate`` call (local LM only).
+        max_new_tokens: token budget of the triple step (the entity step gets half);
+            output cut by it keeps its complete items.
+        max_words: longer passages are cut to this many words, with a warning.
+        constrained: constrain the local LM with Outlines (turn off only to measure
+            how often unconstrained output fails to parse).
+        name: the LLM's name in the store key (default: derived from ``lm``).
+        show_progress: a progress bar over batches.
+
+    The model and the Outlines index (a few seconds to build for a 150k vocabulary) are
+    created on first use and cached on the instance.
+    """
+
+    def __init__(
+        self,
+        lm: Any = None,
+        *,
+        batch_size: int = 4,
+        max_new_tokens: int = 384,
+        max_words: int = 350,
+        constrained: bool = True,
+        name: str | None = None,
+        show_progress: bool = False,
+    ) -> None:
+        if batch_size < 1 or max_new_tokens < 8 or max_words < 1:
+            raise ValueError("batch_size >= 1, max_new_tokens >= 8 and max_words >= 1 required")
+        self.batch_size = batch_size
+        self.max_new_tokens = max_new_tokens
+        self.max_words = max_words
+        self.constrained = constrained
+        self.show_progress = show_progress
+        self.stats = ExtractionStats()
+        self._framework = _framework_kind(lm)
+        self._lm_spec = lm
+        self._name = name or _lm_name(lm)
+        self._backend: Any = None
+        self._load_lock = threading.Lock()
+
+    @property
+    def extractor_id(self) -> str:
+        """Cache identity: the LLM (by name) that produced the triples."""
+        return f"llm:{self._name}"
+
+    @property
+    def version(self) -> str:
+        """Prompt version, plus whether decoding was constrained (it changes the output)."""
+        return PROMPT_VERSION if self.constrained else f"{PROMPT_VERSION}-unconstrained"
+
+    def __repr__(self) -> str:
+        return f"LLMTripleExtractor({self._name!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {**self.__dict__, "_backend": None}
+        del state["_load_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._load_lock = threading.Lock()
+
+    @property
+    def backend(self) -> Any:
+        """The loaded generation backend (local constrained LM or framework adapter)."""
+        if self._backend is None:
+            with self._load_lock:
+                if self._backend is None:
+                    self._backend = self._make_backend()
+        return self._backend
+
+    def _make_backend(self) -> Any:
+        if self._framework is not None:
+            return _FrameworkBackend(self._lm_spec, self._framework)
+        from neocorrag_core.models import resolve_lm
+
+        lm = resolve_lm(self._lm_spec, show_progress=self.show_progress)
+        return _LocalBackend(lm, constrained=self.constrained)
+
+    def extract(self, passages: Sequence[Passage]) -> list[list[Triple]]:
+        """Triples of each passage; empty text gives no triples and costs no LLM call."""
+        passages = list(passages)
+        texts = [
+            truncate_words(
+                " ".join(p.text.split()),
+                self.max_words,
+                passage_id=p.id,
+                extractor="LLMTripleExtractor",
+            )
+            for p in passages
+        ]
+        result: list[list[Triple]] = [[] for _ in passages]
+        todo = [i for i, text in enumerate(texts) if text.strip()]
+        starts = range(0, len(todo), self.batch_size)
+        if self.show_progress and len(starts) > 1:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc="LLM triples", unit="batch")
+        for start in starts:
+            batch = todo[start : start + self.batch_size]
+            for i, triples in zip(batch, self._extract_batch(passages, texts, batch), strict=True):
+                result[i] = triples
+        self.stats.passages += len(passages)
+        return result
+
+    triples_for = extract
+
+    def _extract_batch(
+        self, passages: list[Passage], texts: list[str], batch: list[int]
+    ) -> list[list[Triple]]:
+        backend = self.backend
+        entity_prompts = [entity_messages(passages[i].title, texts[i]) for i in batch]
+        raw = backend.generate(entity_prompts, "entities", self.max_new_tokens // 2)
+        entities = [
+            self._entities(text, passages[i].id) for i, text in zip(batch, raw, strict=True)
+        ]
+        # No named entity, no triple built on one: skip step 2 (saves a call per such passage).
+        step2 = [k for k, ents in enumerate(entities) if ents]
+        out: list[list[Triple]] = [[] for _ in batch]
+        if not step2:
+            return out
+        triple_prompts = [
+            triple_messages(passages[batch[k]].title, texts[batch[k]], entities[k]) for k in step2
+        ]
+        raw = backend.generate(triple_prompts, "triples", self.max_new_tokens)
+        for k, text in zip(step2, raw, strict=True):
+            pid = passages[batch[k]].id
+            out[k] = clean_triples(self._triples(text, pid), pid)
+        return out
+
+    def _items(self, output: Any, key: str, passage_id: str) -> list[Any]:
+        self.stats.llm_calls += 1
+        if not isinstance(output, str):  # structured output of a framework LLM
+            return _items_of_object(output, key)
+        items, complete = parse_json_items(output, key)
+        if not complete:
+            truncated = bool(items) or output.lstrip().startswith("{")
+            if truncated:
+                self.stats.truncated_outputs += 1
+            else:
+                self.stats.invalid_outputs += 1
+            logger.warning(
+                "LLM %s output for passage %r is not complete JSON; kept %d complete item(s)",
+                key,
+                passage_id,
+                len(items),
+            )
+        return items
+
+    def _entities(self, output: Any, passage_id: str) -> list[str]:
+        items = self._items(output, "entities", passage_id)
+        names = [" ".join(x.split()) for x in items if isinstance(x, str) and x.strip()]
+        self._count_skipped(len(items) - len(names), "entities", passage_id)
+        return list(dict.fromkeys(names))
+
+    def _triples(self, output: Any, passage_id: str) -> list[Triple]:
+        items = self._items(output, "triples", passage_id)
+        triples = [t for item in items if (t := parse_triple(item, passage_id)) is not None]
+        self._count_skipped(len(items) - len(triples), "triples", passage_id)
+        return triples
+
+    def _count_skipped(self, bad: int, what: str, passage_id: str) -> None:
+        if bad:
+            self.stats.skipped_items += bad
+            logger.warning(
+                "skipped %d malformed %s from the LLM for passage %r", bad, what, passage_id
+            )
+
+
+# ------------------------------------------------------------------------------------------
+# Parsing (never eval)
+# ------------------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def parse_json_items(text: str, key: str) -> tuple[list[Any], bool]:
+    """The list under ``key`` in a JSON answer, and whether the answer parsed whole.
+
+    Accepts a bare list, code fences and prose around the object. When the JSON is cut
+    off (``max_new_tokens``) or broken, returns the items that are complete before the
+    break, read one at a time with ``json.JSONDecoder.raw_decode``.
+    """
+    fenced = _FENCE.search(text)
+    body = fenced.group(1) if fenced else text
+    start = min((i for i in (body.find("{"), body.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        return [], False
+    decoder = json.JSONDecoder()
+    try:
+        value, _ = decoder.raw_decode(body, start)
+    except json.JSONDecodeError:
+        return _salvage_items(body, key, decoder), False
+    items = value.get(key) if isinstance(value, dict) else value
+    if not isinstance(items, list):
+        return [], False
+    return items, True
+
+
+def _salvage_items(body: str, key: str, decoder: json.JSONDecoder) -> list[Any]:
+    match = re.search(rf'"{re.escape(key)}"\s*:\s*\[', body)
+    pos = match.end() if match else body.find("[") + 1
+    if pos <= 0:
+        return []
+    items: list[Any] = []
+    while True:
+        while pos < len(body) and body[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(body) or body[pos] == "]":
+            return items
+        try:
+            item, pos = decoder.raw_decode(body, pos)
+        except json.JSONDecodeError:
+            return items
+        items.append(item)
+
+
+def _items_of_object(obj: Any, key: str) -> list[Any]:
+    """Items of a structured answer (a pydantic model, a dict, or a bare list)."""
+    if hasattr(obj, "model_dump"):
+        obj = obj.model_dump()
+    if isinstance(obj, dict):
+        obj = obj.get(key)
+    return list(obj) if isinstance(obj, (list, tuple)) else []
+
+
+# ------------------------------------------------------------------------------------------
+# Local Hugging Face LM, constrained by Outlines
+# ------------------------------------------------------------------------------------------
+
+
+class _LocalBackend:
+    """Batched greedy generation with an Outlines JSON-schema processor per output kind."""
+
+    def __init__(self, lm: Any, *, constrained: bool) -> None:
+        self.lm = lm
+        self.constrained = constrained
+        self._processors: dict[str, Any] = {}
+
+    def _processor(self, kind: str) -> Any:
+        if kind not in self._processors:
+            try:
+                import outlines
+                from outlines.backends import get_json_schema_logits_processor
+            except ImportError:
+                from neocorrag_core.models import MissingDependencyError
+
+                raise MissingDependencyError(
+                    "constrained LLM extraction needs Outlines: pip install "
+                    "'neocorrag[llm-extract]' (or pass constrained=False)"
+                ) from None
+            schema = {"entities": ENTITY_SCHEMA, "triples": TRIPLE_SCHEMA}[kind]
+            # Outlines sets padding side and pad token on the tokenizer it wraps; give it a
+            # copy so the LM the miner shares keeps its own settings.
+            wrapped = outlines.from_transformers(self.lm.model, copy.deepcopy(self.lm.tokenizer))
+            self._processors[kind] = get_json_schema_logits_processor(
+                "outlines_core", wrapped, json.dumps(schema), whitespace_pattern=_WHITESPACE
+            )
+        return self._processors[kind]
+
+    def generate(
+        self, conversations: list[list[dict[str, str]]], kind: str, budget: int
+    ) -> list[str]:
+        """Greedy completions of a batch of chats (left-padded), one JSON string each."""
+        return self.generate_with_status(conversations, kind, budget)[0]
+
+    def generate_with_status(
+        self, conversations: list[list[dict[str, str]]], kind: str, budget: int
+    ) -> tuple[list[str], list[bool]]:
+        """Completions, and per row whether it ended on eos (False: cut by ``budget``)."""
+        import torch
+        from transformers import LogitsProcessorList
+
+        tok = self.lm.tokenizer
+        prompts = [
+            tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
+            for c in conversations
+        ]
+        enc = tok(
+            prompts,
+            return_tensors="pt",
+            padding=True,
+            padding_side="left",
+            add_special_tokens=False,
+        )
+        # Outlines only lets the schema end on the tokenizer's eos; stop on that token.
+        eos = tok.eos_token_id
+        pad = tok.pad_token_id if tok.pad_token_id is not None else eos
+        kwargs: dict[str, Any] = {}
+        with self.lm.lock:
+            if self.constrained:
+                processor = self._processor(kind)
+                processor.reset()  # per-row state from the previous batch
+                kwargs["logits_processor"] = LogitsProcessorList([processor])
+            with torch.inference_mode():
+                out = self.lm.model.generate(
+                    input_ids=enc["input_ids"].to(self.lm.model.device),
+                    attention_mask=enc["attention_mask"].to(self.lm.model.device),
+                    max_new_tokens=budget,
+                    do_sample=False,
+                    num_beams=1,
+                    eos_token_id=eos,
+                    pad_token_id=pad,
+                    **kwargs,
+                )
+        new = out[:, enc["input_ids"].shape[1] :]
+        finished = [bool((row == eos).any()) for row in new]
+        return tok.batch_decode(new, skip_special_tokens=True), finished
+
+
+# ------------------------------------------------------------------------------------------
+# Framework LLMs (LangChain, LlamaIndex), detected by duck typing: no framework import here
+# ------------------------------------------------------------------------------------------
+
+
+def _framework_kind(lm: Any) -> str | None:
+    if lm is None or isinstance(lm, (str, tuple, list)) or hasattr(lm, "tokenizer"):
+        return None
+    if callable(getattr(lm, "invoke", None)):
+        return "langchain"
+    if callable(getattr(lm, "complete", None)):
+        return "llamaindex"
+    return None
+
+
+def _lm_name(lm: Any) -> str:
+    from neocorrag_core.models import BUNDLED_LMS
+
+    if lm is None or (isinstance(lm, str) and lm in BUNDLED_LMS):
+        return BUNDLED_LMS[lm or "default"].name
+    if isinstance(lm, str):
+        return lm.rstrip("/").rsplit("/", 1)[-1] or lm
+    name = getattr(lm, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    for owner in (lm, getattr(lm, "metadata", None)):
+        for attr in ("model_name", "model"):
+            value = getattr(owner, attr, None)
+            if isinstance(value, str) and value:
+                return f"{type(lm).__name__}:{value}"
+    if isinstance(lm, (tuple, list)) and lm:
+        path = getattr(getattr(lm[0], "config", None), "_name_or_path", "")
+        return str(path).rstrip("/").rsplit("/", 1)[-1] or "custom"
+    return type(lm).__name__
+
+
+def _pydantic_models() -> dict[str, Any]:
+    from pydantic import BaseModel, Field
+
+    class Entities(BaseModel):
+        """Named entities of a passage."""
+
+        entities: list[str] = Field(description="every named entity, as written")
+
+    class Fact(BaseModel):
+        """One knowledge-graph fact."""
+
+        subject: str
+        relation: str
+        object: str
+
+    class Facts(BaseModel):
+        """Facts stated by a passage."""
+
+        triples: list[Fact] = Field(description="every fact as subject, relation, object")
+
+    return {"entities": Entities, "triples": Facts}
+
+
+class _FrameworkBackend:
+    """Asks a LangChain or LlamaIndex LLM, with structured output where it offers it."""
+
+    def __init__(self, llm: Any, kind: str) -> None:
+        self.llm = llm
+        self.kind = kind
+        self._models = _pydantic_models()
+        self._structured: dict[str, Any] = {}
+
+    def _structured_llm(self, kind: str) -> Any:
+        """The structured-output runnable for ``kind``, or ``None`` when the LLM has none."""
+        if kind not in self._structured:
+            model = self._models[kind]
+            runnable = None
+            try:
+                if self.kind == "langchain" and hasattr(self.llm, "with_structured_output"):
+                    runnable = self.llm.with_structured_output(model)
+                elif self.kind == "llamaindex" and getattr(
+                    getattr(self.llm, "metadata", None), "is_function_calling_model", False
+                ):
+                    runnable = self.llm.as_structured_llm(model)
+            except (NotImplementedError, AttributeError, TypeError, ValueError) as exc:
+                logger.info("%s offers no structured output (%s); parsing text", self.kind, exc)
+            self._structured[kind] = runnable
+        return self._structured[kind]
+
+    def generate(
+        self, conversations: list[list[dict[str, str]]], kind: str, budget: int
+    ) -> list[Any]:
+        """One answer per chat: a structured object, or text to parse."""
+        return [self._ask(c, kind) for c in conversations]
+
+    def _ask(self, messages: list[dict[str, str]], kind: str) -> Any:
+        runnable = self._structured_llm(kind)
+        if runnable is not None:
+            try:
+                if self.kind == "langchain":
+                    return runnable.invoke(_langchain_messages(messages))
+                return runnable.complete(messages_as_text(messages)).raw
+            except Exception as exc:  # a provider error must not lose the passage
+                logger.warning("structured output failed (%s); falling back to parsing text", exc)
+        if self.kind == "langchain":
+            answer = self.llm.invoke(_langchain_messages(messages))
+            content = getattr(answer, "content", answer)
+        else:
+            answer = self.llm.complete(messages_as_text(messages))
+            content = getattr(answer, "text", answer)
+        return content if isinstance(content, str) else str(content)
+
+
+def _langchain_messages(messages: list[dict[str, str]]) -> list[tuple[str, str]]:
+    roles = {"system": "system", "user": "human", "assistant": "ai"}
+    return [(roles[m["role"]], m["content"]) for m in messages]

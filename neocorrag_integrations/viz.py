@@ -1,0 +1,175 @@
+"""Evidence chains as a picture: which facts link the question's entities, and which
+document each fact came from, so a reader sees why a document was kept.
+
+Works on the output of either adapter (LangChain documents or LlamaIndex nodes): it reads
+only the ``neocorrag_*`` metadata they carry. Needs the ``viz`` extra (networkx,
+matplotlib), imported on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from neocorrag_integrations._common import (
+    CHAINS,
+    DROPPED_RANKS,
+    IS_EVIDENCE_CHAINS,
+    KEPT_REASON,
+    RETRIEVAL_RANK,
+)
+
+# Document colours by status; entity nodes are drawn white.
+STATUS_COLORS = {"chain": "#4caf50", "top_n": "#64b5f6", "dropped": "#bdbdbd"}
+STATUS_LABELS = {
+    "chain": "kept: supplies a chain fact",
+    "top_n": "kept: top-N by retrieval rank",
+    "dropped": "dropped",
+}
+
+
+def evidence_graph(refined: Sequence[Any], retrieved: Sequence[Any] | None = None) -> Any:
+    """A ``networkx.MultiDiGraph`` of one refined output.
+
+    Entity nodes (``kind="entity"``) are joined by one ``kind="fact"`` edge per chain
+    triple (``relation``, ``chains``: chain numbers, ``ranks``: source documents). Document
+    nodes are named ``"doc <rank>"`` (``kind="document"``, ``status``: ``"chain"``,
+    ``"top_n"`` or ``"dropped"``, ``title``) with a ``kind="source"`` edge to the subject
+    of each fact they supplied (``fact``: the triple). ``retrieved`` (the input, in
+    retrieval order) gives the dropped documents their titles.
+    """
+    import networkx as nx
+
+    chain_meta = next((_meta(d) for d in refined if _meta(d).get(IS_EVIDENCE_CHAINS)), None)
+    graph = nx.MultiDiGraph()
+    for doc in refined:
+        meta = _meta(doc)
+        if meta.get(IS_EVIDENCE_CHAINS) or RETRIEVAL_RANK not in meta:
+            continue
+        rank = meta[RETRIEVAL_RANK]
+        status = "chain" if meta.get(KEPT_REASON) == "chain" else "top_n"
+        graph.add_node(f"doc {rank}", kind="document", status=status, title=_title(doc, rank))
+    if chain_meta is None:
+        return graph
+    for rank in chain_meta.get(DROPPED_RANKS, []):
+        title = _title(retrieved[rank - 1], rank) if retrieved else f"document {rank}"
+        graph.add_node(f"doc {rank}", kind="document", status="dropped", title=title)
+    facts: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for chain in chain_meta.get(CHAINS, []):
+        for triple in chain["triples"]:
+            key = (triple["subject"], triple["relation"], triple["object"])
+            fact = facts.setdefault(key, {"chains": [], "ranks": triple["source_ranks"]})
+            fact["chains"].append(chain["number"])
+    for (subject, relation, obj), fact in facts.items():
+        graph.add_node(subject, kind="entity")
+        graph.add_node(obj, kind="entity")
+        graph.add_edge(subject, obj, kind="fact", relation=relation, **fact)
+        for rank in fact["ranks"]:
+            graph.add_edge(f"doc {rank}", subject, kind="source", fact=(subject, relation, obj))
+    return graph
+
+
+def draw_evidence(
+    refined: Sequence[Any],
+    retrieved: Sequence[Any] | None = None,
+    *,
+    ax: Any = None,
+    title: str | None = None,
+    seed: int = 0,
+) -> Any:
+    """Draw :func:`evidence_graph` with matplotlib; returns the ``Axes``.
+
+    Entities (white circles) are joined by arrows labelled with the relation. Documents sit
+    in retrieval order along the bottom as squares coloured by why they were kept (green:
+    supplies a chain fact, blue: top-N by rank, grey: dropped), with a dotted line to the
+    middle of each fact they supplied.
+    """
+    import matplotlib.pyplot as plt
+    import networkx as nx
+    from matplotlib.lines import Line2D
+
+    graph = evidence_graph(refined, retrieved)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(12, 7))
+    entities = [n for n, d in graph.nodes(data=True) if d["kind"] == "entity"]
+    documents = sorted(
+        (n for n, d in graph.nodes(data=True) if d["kind"] == "document"),
+        key=lambda n: int(n.split()[1]),
+    )
+    facts = [(u, v, d) for u, v, d in graph.edges(data=True) if d["kind"] == "fact"]
+    # Entities in the upper part (spring layout of the facts alone), documents in a row below.
+    pos: dict[str, Any] = {}
+    if entities:
+        facts_only = nx.DiGraph()
+        facts_only.add_nodes_from(entities)
+        facts_only.add_edges_from((u, v) for u, v, _ in facts)
+        layout = nx.spring_layout(facts_only, seed=seed, k=1.5)
+        for node, (x, y) in layout.items():
+            pos[node] = (x, 0.35 + 0.65 * (y + 1) / 2)
+    for i, node in enumerate(documents):
+        pos[node] = (-1 + 2 * (i + 0.5) / len(documents), -0.45)
+    for u, _, d in graph.edges(data=True):
+        if d["kind"] == "source":
+            subject, _, obj = d["fact"]
+            middle = [(pos[subject][k] + pos[obj][k]) / 2 for k in (0, 1)]
+            ax.plot(*zip(pos[u], middle, strict=True), ":", color="gray", linewidth=1, zorder=0)
+    nx.draw_networkx_edges(
+        graph,
+        pos,
+        edgelist=[(u, v) for u, v, _ in facts],
+        width=2,
+        arrowsize=18,
+        node_size=1800,
+        ax=ax,
+    )
+    nx.draw_networkx_edge_labels(
+        graph,
+        pos,
+        edge_labels={(u, v): d["relation"] for u, v, d in facts},
+        font_size=8,
+        ax=ax,
+    )
+    nx.draw_networkx_nodes(
+        graph, pos, nodelist=entities, node_color="white", edgecolors="black", node_size=1800, ax=ax
+    )
+    nx.draw_networkx_nodes(
+        graph,
+        pos,
+        nodelist=documents,
+        node_shape="s",
+        node_color=[STATUS_COLORS[graph.nodes[n]["status"]] for n in documents],
+        node_size=2200,
+        ax=ax,
+    )
+    labels = {n: _wrap(n) for n in entities}
+    labels.update({n: f"{n}\n{_wrap(graph.nodes[n]['title'], 12)}" for n in documents})
+    nx.draw_networkx_labels(graph, pos, labels=labels, font_size=7, ax=ax)
+    handles = [
+        Line2D([], [], marker="s", linestyle="", color=STATUS_COLORS[s], label=STATUS_LABELS[s])
+        for s in ("chain", "top_n", "dropped")
+    ]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    if title:
+        ax.set_title(title)
+    ax.set_xlim(-1.25, 1.25)
+    ax.set_ylim(-0.7, 1.15)
+    ax.set_axis_off()
+    return ax
+
+
+def _meta(doc: Any) -> dict[str, Any]:
+    return doc.metadata  # LangChain Document and LlamaIndex NodeWithScore both expose it
+
+
+def _title(doc: Any, rank: int) -> str:
+    title = _meta(doc).get("title")
+    if isinstance(title, str) and title:
+        return title
+    doc_id = getattr(doc, "id", None) or getattr(doc, "node_id", None)
+    return str(doc_id) if doc_id else f"document {rank}"
+
+
+def _wrap(text: str, width: int = 18) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width=width)) or text

@@ -1,0 +1,370 @@
+"""Contract tests that both framework adapters must pass, on tiny models.
+
+Each test runs once per adapter through a small harness that builds the framework's
+documents and reads them back, so the two adapters are held to exactly the same rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from adapter_fixtures import CORPUS, DROPPED_IDS, KEPT_IDS, MINER_CONFIG, OTHER_QUERY, QUERY
+from conftest import HashedBagOfWords
+from langchain_core.documents import Document
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from neocorrag_core import EvidenceChainMiner, MinerConfig, Passage, Triple
+from neocorrag_integrations.langchain import NeocorRAGCompressor
+from neocorrag_integrations.llama_index import NeocorRAGPostprocessor
+
+
+class LangChainHarness:
+    """Builds LangChain documents and reads the compressor's output."""
+
+    name = "langchain"
+    adapter_cls = NeocorRAGCompressor
+
+    def docs(self, corpus=CORPUS, *, triples: bool = True) -> list[Document]:
+        return [
+            Document(
+                id=pid,
+                page_content=text,
+                metadata={"title": title, "source": "wiki", **({"triples": t} if triples else {})},
+            )
+            for pid, title, text, t in corpus
+        ]
+
+    def run(self, adapter: Any, docs: list[Any], query: str) -> list[Any]:
+        return list(adapter.compress_documents(docs, query))
+
+    async def arun(self, adapter: Any, docs: list[Any], query: str) -> list[Any]:
+        return list(await adapter.acompress_documents(docs, query))
+
+    def id(self, doc: Any) -> str | None:
+        return doc.id
+
+    def text(self, doc: Any) -> str:
+        return doc.page_content
+
+    def metadata(self, doc: Any) -> dict[str, Any]:
+        return doc.metadata
+
+    def dump(self, docs: list[Any]) -> list[dict[str, Any]]:
+        return [d.model_dump() for d in docs]
+
+
+class LlamaIndexHarness:
+    """Builds LlamaIndex nodes (scores falling with rank) and reads the postprocessor's output."""
+
+    name = "llama_index"
+    adapter_cls = NeocorRAGPostprocessor
+
+    def docs(self, corpus=CORPUS, *, triples: bool = True) -> list[NodeWithScore]:
+        return [
+            NodeWithScore(
+                node=TextNode(
+                    id_=pid,
+                    text=text,
+                    metadata={
+                        "title": title,
+                        "source": "wiki",
+                        **({"triples": t} if triples else {}),
+                    },
+                    excluded_llm_metadata_keys=["triples"],
+                ),
+                score=round(0.9 - 0.1 * rank, 2),
+            )
+            for rank, (pid, title, text, t) in enumerate(corpus)
+        ]
+
+    def run(self, adapter: Any, docs: list[Any], query: str) -> list[Any]:
+        return adapter.postprocess_nodes(docs, query_str=query)
+
+    async def arun(self, adapter: Any, docs: list[Any], query: str) -> list[Any]:
+        return await adapter.apostprocess_nodes(docs, query_str=query)
+
+    def id(self, doc: Any) -> str | None:
+        return doc.node.node_id
+
+    def text(self, doc: Any) -> str:
+        return doc.node.get_content()
+
+    def metadata(self, doc: Any) -> dict[str, Any]:
+        return doc.node.metadata
+
+    def dump(self, docs: list[Any]) -> list[dict[str, Any]]:
+        return [d.model_dump() for d in docs]
+
+
+HARNESSES = [LangChainHarness(), LlamaIndexHarness()]
+
+
+@pytest.fixture(params=HARNESSES, ids=lambda h: h.name)
+def h(request):
+    return request.param
+
+
+def make(h, **settings: Any) -> Any:
+    """An adapter on the bag-of-words embedder; search scores only unless told otherwise."""
+    settings.setdefault("decoding", "none")
+    settings.setdefault("top_n", 2)
+    settings.setdefault("miner_config", MINER_CONFIG)
+    return h.adapter_cls(embedder=HashedBagOfWords(), **settings)
+
+
+def ids(h, docs: list[Any]) -> list[str | None]:
+    return [h.id(d) for d in docs]
+
+
+def comparable(h, docs: list[Any]) -> list[dict[str, Any]]:
+    """The output as plain data, less the stage timings (the one field that varies by run)."""
+    dumped = h.dump(docs)
+    for doc, data in zip(docs, dumped, strict=True):
+        meta = data["node"]["metadata"] if "node" in data else data["metadata"]
+        assert meta == h.metadata(doc)
+        meta.pop("neocorrag_timings", None)
+    return dumped
+
+
+def chain_docs(h, docs: list[Any]) -> list[Any]:
+    return [d for d in docs if h.metadata(d).get("neocorrag_evidence_chains") is True]
+
+
+def test_keeps_supported_documents_in_retrieval_order_after_the_chain_document(h):
+    out = h.run(make(h), h.docs(), QUERY)
+    chain = out[0]
+    assert h.metadata(chain)["neocorrag_evidence_chains"] is True
+    assert h.text(chain).startswith("Evidence chains:\n1. Van Hook Township - located in ->")
+    assert ids(h, out[1:]) == KEPT_IDS
+    originals = {h.id(d): h.text(d) for d in h.docs()}
+    assert all(h.text(d) == originals[h.id(d)] for d in out[1:])
+
+
+def test_chain_document_goes_last_or_is_left_out_as_configured(h):
+    last = h.run(make(h, chains_position="last"), h.docs(), QUERY)
+    assert ids(h, last[:-1]) == KEPT_IDS
+    assert chain_docs(h, last) == [last[-1]]
+    without = h.run(make(h, include_chains=False), h.docs(), QUERY)
+    assert ids(h, without) == KEPT_IDS
+    assert chain_docs(h, without) == []
+
+
+def test_metadata_says_why_each_document_was_kept_and_which_chains_it_supports(h):
+    out = h.run(make(h), h.docs(), QUERY)
+    chain_meta = h.metadata(out[0])
+    chains = chain_meta["neocorrag_chains"]
+    assert [c["number"] for c in chains] == list(range(1, len(chains) + 1))
+    assert all(f"{c['number']}. {c['text']}" in h.text(out[0]) for c in chains)
+    assert chain_meta["neocorrag_dropped_ids"] == DROPPED_IDS
+    assert chain_meta["neocorrag_dropped_ranks"] == [3, 5]
+    assert chain_meta["neocorrag_num_candidates"] >= len(chains)
+    by_id = {h.id(d): h.metadata(d) for d in out[1:]}
+    for rank, (pid, title, _, triples) in enumerate(CORPUS, start=1):
+        if pid not in by_id:
+            continue
+        meta = by_id[pid]
+        # The caller's metadata survives untouched beside the neocorrag_ keys.
+        assert meta["title"] == title and meta["source"] == "wiki" and meta["triples"] == triples
+        assert meta["neocorrag_retrieval_rank"] == rank
+        assert meta["neocorrag_fallback"] is None
+        assert meta["neocorrag_kept_reason"] == ("top_n" if rank <= 2 else "chain")
+        # A document's chain numbers are exactly the chains that list it as a source.
+        expected = [c["number"] for c in chains if pid in c["source_ids"]]
+        assert meta["neocorrag_chain_ids"] == expected
+    assert by_id["p4"]["neocorrag_chain_ids"], "p4 is kept only because a chain uses it"
+    two_hop = next(c for c in chains if c["source_ranks"] == [1, 4])
+    assert two_hop["triples"] == [
+        {"subject": "Van Hook Township", "relation": "located in", "object": "Mountrail County",
+         "source_ranks": [1]},
+        {"subject": "Mountrail County", "relation": "capital", "object": "Stanley",
+         "source_ranks": [4]},
+    ]  # fmt: skip
+
+
+def test_never_mutates_the_callers_documents(h):
+    docs = h.docs()
+    before = h.dump(docs)
+    out = h.run(make(h), docs, QUERY)
+    assert h.dump(docs) == before
+    assert not any(o is d for o in out for d in docs)
+    # Changing what came back does not reach the caller's objects either.
+    for o in out:
+        h.metadata(o)["source"] = "changed"
+        if "triples" in h.metadata(o):
+            h.metadata(o)["triples"].append(["x", "y", "z"])
+    assert h.dump(docs) == before
+
+
+def test_empty_input_gives_empty_output(h):
+    assert h.run(make(h), [], QUERY) == []
+    assert asyncio.run(h.arun(make(h), [], QUERY)) == []
+
+
+def test_documents_without_triples_pass_through_unchanged_and_say_so(h):
+    docs = h.docs(triples=False)
+    out = h.run(make(h), docs, QUERY)
+    assert ids(h, out) == ids(h, docs)
+    assert [h.text(d) for d in out] == [h.text(d) for d in docs]
+    assert chain_docs(h, out) == []
+    for rank, doc in enumerate(out, start=1):
+        meta = h.metadata(doc)
+        assert meta["neocorrag_fallback"] == "no_triples"
+        assert meta["neocorrag_kept_reason"] == "passthrough"
+        assert meta["neocorrag_retrieval_rank"] == rank
+
+
+class LookupExtractor:
+    """A TripleSource standing in for an extractor or a triple store: triples by text."""
+
+    def __init__(self) -> None:
+        self.by_text = {text: triples for _, _, text, triples in CORPUS}
+        self.calls = 0
+
+    def triples_for(self, passages: list[Passage]) -> list[list[Triple]]:
+        self.calls += 1
+        return [
+            [Triple(*t, source_ids=(p.id,)) for t in self.by_text.get(p.text, [])] for p in passages
+        ]
+
+
+def test_triples_come_from_the_configured_source_when_documents_carry_none(h):
+    source = LookupExtractor()
+    adapter = h.adapter_cls(
+        embedder=HashedBagOfWords(), triple_source=source, decoding="none", top_n=2,
+        miner_config=MINER_CONFIG,
+    )  # fmt: skip
+    out = h.run(adapter, h.docs(triples=False), QUERY)
+    assert source.calls == 1
+    assert chain_docs(h, out) == [out[0]]
+    assert ids(h, out[1:]) == KEPT_IDS
+
+
+def test_a_query_that_reaches_no_chain_passes_everything_through(h):
+    out = h.run(make(h), h.docs(), "Quantum chromodynamics explains gluons")
+    assert ids(h, out) == ids(h, h.docs())
+    assert chain_docs(h, out) == []
+    reasons = {h.metadata(d)["neocorrag_fallback"] for d in out}
+    assert len(reasons) == 1 and reasons <= {"no_seed_nodes", "no_candidate_chains"}
+
+
+def test_documents_without_or_with_repeated_ids_are_still_told_apart(h):
+    docs = h.docs()
+    if h.name == "langchain":
+        docs[1] = docs[1].model_copy(update={"id": None})
+        docs[3] = docs[3].model_copy(update={"id": "p1"})  # same id as rank 1
+    else:
+        docs[3] = NodeWithScore(node=docs[3].node.model_copy(update={"id_": "p1"}), score=0.5)
+    out = h.run(make(h), docs, QUERY)
+    ranks = [h.metadata(d)["neocorrag_retrieval_rank"] for d in out[1:]]
+    assert ranks == [1, 2, 4]  # rank 4 still kept for its chain, under its own (repeated) id
+    assert h.id(out[3]) == "p1"
+
+
+def test_empty_query_passes_through(h):
+    out = h.run(make(h), h.docs(), "  ")
+    assert ids(h, out) == ids(h, h.docs())
+    assert {h.metadata(d)["neocorrag_fallback"] for d in out} == {"empty_query"}
+
+
+@pytest.mark.parametrize("decoding", ["none", "beam"])
+def test_async_gives_what_sync_gives(h, decoding, tiny_lm):
+    adapter = make(h, decoding=decoding, lm=tiny_lm, top_n=1)
+    sync = h.run(adapter, h.docs(), QUERY)
+    asynchronous = asyncio.run(h.arun(adapter, h.docs(), QUERY))
+    assert chain_docs(h, sync)
+    assert comparable(h, asynchronous) == comparable(h, sync)
+
+
+def test_eight_simultaneous_async_calls_match_their_sync_results(h, tiny_lm):
+    adapter = make(h, decoding="beam", lm=tiny_lm, top_n=1, beam_width=3)
+    # Eight different inputs: two queries over four rotations of the corpus.
+    cases = [(q, CORPUS[i:] + CORPUS[:i]) for q in (QUERY, OTHER_QUERY) for i in range(4)]
+    expected = [comparable(h, h.run(adapter, h.docs(corpus), q)) for q, corpus in cases]
+
+    async def all_at_once() -> list[list[Any]]:
+        return await asyncio.gather(*(h.arun(adapter, h.docs(c), q) for q, c in cases))
+
+    results = asyncio.run(all_at_once())
+    assert [comparable(h, r) for r in results] == expected
+    assert all(chain_docs(h, r) for r in results)
+
+
+def test_pickled_adapter_gives_the_same_output(h):
+    adapter = make(h, chains_position="last", top_n=1)
+    first = h.run(adapter, h.docs(), QUERY)  # models resolved: pickling must drop them
+    clone = pickle.loads(pickle.dumps(adapter))
+    assert clone.model_dump() == adapter.model_dump()
+    assert clone.miner is not adapter.miner
+    assert comparable(h, h.run(clone, h.docs(), QUERY)) == comparable(h, first)
+
+
+def test_settings_round_trip_through_a_plain_dict(h):
+    adapter = h.adapter_cls(
+        embedder="some/embedder", lm="some/lm", top_n=3, decoding="rank", beam_width=4,
+        miner_config={"tau_edge": 0.4}, include_chains=False, chains_position="last",
+    )  # fmt: skip
+    data = adapter.model_dump()
+    assert data["embedder"] == "some/embedder" and data["lm"] == "some/lm"
+    data.pop("class_name", None)
+    rebuilt = h.adapter_cls(**data)
+    assert rebuilt.model_dump() == adapter.model_dump()
+    assert rebuilt.effective_config() == adapter.effective_config()
+    assert rebuilt.effective_config().tau_edge == 0.4
+
+
+def test_one_engine_serves_both_adapters_and_several_settings(tiny_lm):
+    miner = EvidenceChainMiner(
+        MinerConfig(query_entities="ngram", tau_edge=0.1, tau_boost=0.1, decoding="none"),
+        embedder=HashedBagOfWords(),
+    )
+    lc, li = LangChainHarness(), LlamaIndexHarness()
+    compressor = NeocorRAGCompressor(miner=miner, top_n=1, beam_width=1)
+    postprocessor = NeocorRAGPostprocessor(miner=miner, top_n=2)
+    assert compressor.miner is postprocessor.miner is miner
+    kept_lc = [lc.id(d) for d in lc.run(compressor, lc.docs(), QUERY)[1:]]
+    kept_li = [li.id(d) for d in li.run(postprocessor, li.docs(), QUERY)[1:]]
+    assert kept_lc == ["p1", "p4"]  # top 1 plus the sources of the one best chain
+    assert kept_li == KEPT_IDS
+    assert miner.config.top_n == 2 and miner.config.beam_width == 5  # engine left as it was
+
+
+def test_bad_settings_fail_at_construction_with_a_clear_message(h):
+    with pytest.raises(TypeError, match="unknown MinerConfig field"):
+        h.adapter_cls(miner_config={"tau_nodes": 0.5})
+    with pytest.raises(ValueError, match="tau_boost"):
+        h.adapter_cls(miner_config={"tau_edge": 0.6, "tau_boost": 0.5})
+    miner = EvidenceChainMiner()
+    with pytest.raises(ValueError, match="belong"):
+        h.adapter_cls(miner=miner, embedder=HashedBagOfWords())
+    with pytest.raises(ValueError, match="query_entities"):
+        h.adapter_cls(miner=miner, miner_config={"query_entities": "spacy"})
+    with pytest.raises(ValueError):
+        h.adapter_cls(chains_position="middle")
+    with pytest.raises(ValueError):
+        h.adapter_cls(top_n=-1)
+
+
+def test_wrong_input_types_are_named(h):
+    with pytest.raises(TypeError, match=r"\[0\] is a str"):
+        h.run(make(h), ["just a string"], QUERY)
+
+
+def test_nothing_heavy_loads_at_import_or_construction():
+    code = (
+        "import sys\n"
+        "from neocorrag_integrations.langchain import NeocorRAGCompressor, NeocorRAGEmbeddings\n"
+        "from neocorrag_integrations.llama_index import NeocorRAGPostprocessor, "
+        "NeocorRAGEmbedding\n"
+        "c = NeocorRAGCompressor(); p = NeocorRAGPostprocessor(miner=c.miner)\n"
+        "NeocorRAGEmbeddings(); NeocorRAGEmbedding()\n"
+        "heavy = ('torch', 'transformers', 'sentence_transformers', 'spacy')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

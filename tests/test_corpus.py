@@ -1,0 +1,127 @@
+"""Corpus loading: every supported format, de-duplication, and clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from neocorrag_core.corpus import CorpusFormatError, load_corpus
+
+A = ("Alpha", ["Alpha is a town.", "It lies on a river."])
+B = ("Beta", ["Beta is a river."])
+
+
+def write(tmp_path: Path, data, name: str = "c.json", lines: bool = False) -> Path:
+    path = tmp_path / name
+    if lines:
+        path.write_text("\n".join(json.dumps(row) for row in data) + "\n", encoding="utf-8")
+    else:
+        path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def titles_texts(corpus) -> list[tuple[str, str]]:
+    return [(p.title, p.text) for p in corpus.passages]
+
+
+EXPECTED = [("Alpha", "Alpha is a town. It lies on a river."), ("Beta", "Beta is a river.")]
+
+
+def test_list_of_title_text(tmp_path: Path) -> None:
+    data = [{"title": t, "text": " ".join(s)} for t, s in (A, B)]
+    corpus = load_corpus(write(tmp_path, data))
+    assert corpus.format == "passages"
+    assert titles_texts(corpus) == EXPECTED
+
+
+def test_hotpotqa_corpus_dict_title_to_sentences(tmp_path: Path) -> None:
+    corpus = load_corpus(write(tmp_path, dict([A, B])))
+    assert corpus.format == "title_sentences"
+    assert titles_texts(corpus) == EXPECTED
+
+
+def test_musique_questions_share_paragraphs_once(tmp_path: Path) -> None:
+    def para(t, s, i):
+        return {"idx": i, "title": t, "paragraph_text": " ".join(s), "is_supporting": False}
+
+    data = [
+        {"id": "q1", "question": "?", "paragraphs": [para(*A, 0), para(*B, 1)]},
+        {"id": "q2", "question": "?", "paragraphs": [para(*B, 0)]},
+    ]
+    corpus = load_corpus(write(tmp_path, data))
+    assert (corpus.format, corpus.duplicates) == ("musique", 1)
+    assert titles_texts(corpus) == EXPECTED
+
+
+def test_hotpotqa_list_context(tmp_path: Path) -> None:
+    data = [{"_id": "1", "question": "?", "context": [list(A), list(B)]}]
+    corpus = load_corpus(write(tmp_path, data))
+    assert corpus.format == "hotpotqa"
+    assert titles_texts(corpus) == EXPECTED
+
+
+def test_hotpotqa_columnar_context(tmp_path: Path) -> None:
+    data = [{"question": "?", "context": {"title": ["Alpha", "Beta"], "sentences": [A[1], B[1]]}}]
+    assert titles_texts(load_corpus(write(tmp_path, data))) == EXPECTED
+
+
+def test_2wiki_json_lines_skip_rows_without_context(tmp_path: Path) -> None:
+    rows = [
+        {"_id": "1", "question": "?", "context": [list(A)]},
+        {"_id": "2", "question": "?"},  # 2Wiki rows may lack context
+        {"_id": "3", "question": "?", "context": [list(B), list(A)]},
+    ]
+    corpus = load_corpus(write(tmp_path, rows, "c.jsonl", lines=True))
+    assert titles_texts(corpus) == EXPECTED
+    assert corpus.duplicates == 1
+
+
+def test_hipporag_openie_file(tmp_path: Path) -> None:
+    docs = [{"title": t, "text": " ".join(s), "extracted_triples": []} for t, s in (A, B)]
+    corpus = load_corpus(write(tmp_path, {"docs": docs}))
+    assert corpus.format == "openie"
+    assert titles_texts(corpus) == EXPECTED
+
+
+def test_ids_are_stable_content_hashes_and_limit_applies(tmp_path: Path) -> None:
+    path = write(tmp_path, dict([A, B]))
+    first, again = load_corpus(path), load_corpus(path)
+    assert [p.id for p in first.passages] == [p.id for p in again.passages]
+    assert len({p.id for p in first.passages}) == 2
+    assert len(load_corpus(path, limit=1).passages) == 1
+
+
+def test_whitespace_variants_are_duplicates_empty_texts_dropped(tmp_path: Path) -> None:
+    data = [
+        {"title": "Alpha", "text": "Alpha is  a town."},
+        {"title": "Alpha", "text": " Alpha is a\ntown. "},
+        {"title": "Gamma", "text": "   "},
+    ]
+    corpus = load_corpus(write(tmp_path, data))
+    assert len(corpus.passages) == 1
+    assert corpus.duplicates == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "is empty"),
+        ("{not json\nat all", "neither JSON"),
+        ('{"foo": 1}', "cannot tell the corpus format"),
+        ('[{"foo": 1}]', "cannot tell the corpus format"),
+        ("42", "cannot tell the corpus format"),
+        ('[{"title": "A", "text": ""}]', "no passage with text"),
+    ],
+)
+def test_bad_files_give_clear_errors(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(CorpusFormatError, match=message):
+        load_corpus(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="corpus file not found"):
+        load_corpus(tmp_path / "nope.json")

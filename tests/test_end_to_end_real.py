@@ -1,0 +1,59 @@
+"""End to end on the real default models (bundled MiniLM + Qwen2.5-Coder-0.5B).
+
+Marked ``real_models``; the README's test command runs them. The first run on a fresh
+machine converts the bundled LM once (about a minute).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from neocorrag_core import EvidenceChainMiner, KeepReason, MinerConfig, Passage
+from neocorrag_core.cli import dense_top_k, load_demo_questions, main
+
+pytestmark = pytest.mark.real_models
+
+
+@pytest.fixture(scope="module")
+def real_miner():
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield EvidenceChainMiner(MinerConfig())
+    torch.set_num_threads(threads)
+
+
+def _retrieved(miner, item) -> list[Passage]:
+    passages = [
+        Passage(p["id"], p["text"], p["title"], metadata={"triples": p["triples"]})
+        for p in item["paragraphs"]
+    ]
+    return dense_top_k(miner.embedder, item["question"], passages, 5)
+
+
+@pytest.mark.parametrize("decoding", ["beam", "rank"])
+def test_real_models_return_only_candidates_and_a_nonempty_context(real_miner, decoding):
+    item = load_demo_questions()[0]
+    retrieved = _retrieved(real_miner, item)
+    result = real_miner.mine(item["question"], retrieved, decoding=decoding)
+    assert result.fallback is None
+    assert result.num_candidates == len(result.candidates) > 0
+    candidate_texts = {c.text for c in result.candidates}
+    assert result.chains
+    for chain in result.chains:
+        assert chain.text in candidate_texts
+        assert chain.lm_logprob is not None and chain.lm_logprob < 0
+    assert result.passages
+    assert [k.reason for k in result.kept[:2]] == [KeepReason.TOP_N, KeepReason.TOP_N]
+    assert all(k.reason is KeepReason.CHAIN for k in result.kept[2:])
+    assert result.prompt_tokens > 0
+    assert "Evidence chains:" in result.context()
+
+
+def test_demo_command_runs_on_the_default_models(capsys):
+    assert main(["demo", "--questions", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Candidate chains found:" in out
+    assert "Chains chosen (beam):" in out
+    assert "Kept:" in out and "Dropped:" in out
+    assert "Timings:" in out

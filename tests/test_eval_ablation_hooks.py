@@ -1,0 +1,98 @@
+"""The engine switches behind the Table 2 ablations: naive search and no filtering."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import bag_of_words_embedder
+
+from neocorrag_core import EvidenceChainMiner, KeepReason, MinerConfig, Passage
+from neocorrag_core.graph import EvidenceGraph, normalize_entity
+from neocorrag_core.search import naive_search_paths, search_paths
+from neocorrag_core.types import Triple
+
+
+def test_config_rejects_unknown_search_mode():
+    with pytest.raises(ValueError, match="search"):
+        MinerConfig(search="greedy")
+    assert MinerConfig().search == "activated" and MinerConfig().filter_passages
+
+
+def _graph():
+    triples = [
+        Triple("A", "r1", "B", ("p1",)),
+        Triple("B", "r2", "C", ("p2",)),
+        Triple("A", "r3", "D", ("p3",)),
+    ]
+    # triple 1 is orthogonal to the query: activated search prunes it, naive search does not
+    vecs = np.array([[1.0, 0.0], [0.0, 1.0], [0.8, 0.6]], dtype=np.float32)
+    return EvidenceGraph.from_triples(triples), vecs, np.array([1.0, 0.0], dtype=np.float32)
+
+
+def test_naive_search_is_unpruned_and_shortest_first():
+    graph, vecs, query = _graph()
+    config = MinerConfig(tau_edge=0.5, tau_boost=0.5, num_candidates=10)
+    seeds = [normalize_entity("A")]
+    naive, _ = naive_search_paths(graph, seeds, vecs, query, config)
+    activated, _ = search_paths(graph, seeds, vecs, query, config)
+    naive_sets = [set(p.triple_indices) for p in naive]
+    assert [len(s) for s in naive_sets] == sorted(len(s) for s in naive_sets)
+    assert {0, 1} in naive_sets  # reaches C through the pruned edge B - r2 -> C
+    assert all(1 not in p.triple_indices for p in activated)
+    # the recorded score is the plain cosine of the mean triple vector, no Eq. 5 factors
+    two_hop = next(p for p in naive if set(p.triple_indices) == {0, 1})
+    assert two_hop.score == pytest.approx(1 / np.sqrt(2))
+
+
+def test_naive_search_keeps_the_first_m_paths():
+    graph, vecs, query = _graph()
+    config = MinerConfig(num_candidates=2)
+    seeds = [normalize_entity("A")]
+    naive, _ = naive_search_paths(graph, seeds, vecs, query, config)
+    assert len(naive) == 2 and all(len(p.triple_indices) == 1 for p in naive)
+
+
+def test_no_filter_keeps_every_passage_and_still_adds_chains():
+    triples = {
+        "p1": [["Van Hook Township", "located in", "Mountrail County"]],
+        "p2": [["Paris", "capital of", "France"]],
+        "p3": [["Berlin", "capital of", "Germany"]],
+        "p4": [["Mountrail County", "capital", "Stanley"]],
+    }
+    passages = [Passage(k, f"text {k}", metadata={"triples": v}) for k, v in triples.items()]
+    miner = EvidenceChainMiner(
+        MinerConfig(decoding="none", tau_edge=0.1, tau_boost=0.1, top_n=1),
+        embedder=bag_of_words_embedder(),
+    )
+    query = "What is the capital of the county where Van Hook Township is located?"
+    filtered = miner.mine(query, passages)
+    kept_all = miner.mine(query, passages, filter_passages=False)
+    assert len(filtered.passages) < 4
+    assert [p.id for p in kept_all.passages] == ["p1", "p2", "p3", "p4"]
+    assert all(k.reason is KeepReason.PASSTHROUGH for k in kept_all.kept)
+    assert kept_all.chain_text == filtered.chain_text != ""
+
+
+def test_no_filter_ablation_reuses_the_beam_chains(tiny_lm):
+    from neocorrag_core.eval.methods import build_methods
+
+    passages = [
+        Passage("p1", "t1", metadata={"triples": [["Van Hook Township", "in", "Mountrail"]]}),
+        Passage("p2", "t2", metadata={"triples": [["Paris", "capital of", "France"]]}),
+        Passage("p3", "t3", metadata={"triples": [["Mountrail", "capital", "Stanley"]]}),
+    ]
+    miner = EvidenceChainMiner(
+        MinerConfig(tau_edge=0.1, tau_boost=0.1, beam_width=2, top_n=1),
+        embedder=bag_of_words_embedder(),
+        lm=tiny_lm,
+    )
+    calls = []
+    original = miner.mine
+    miner.mine = lambda *a, **kw: calls.append(kw) or original(*a, **kw)
+    beam, no_filter = build_methods(["neocorrag-beam", "ablation-no-filter"], miner)
+    question = "What is the capital of Mountrail where Van Hook Township is?"
+    first, second = beam.refine(question, passages), no_filter.refine(question, passages)
+    assert len(calls) == 1
+    assert second.chain_text == first.chain_text
+    assert [p.id for p in second.passages] == ["p1", "p2", "p3"]
+    assert second.prompt_tokens == first.prompt_tokens

@@ -1,0 +1,228 @@
+"""``neocorrag eval`` end to end on tiny models: records, report, plots, resume, CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import bag_of_words_embedder
+
+from neocorrag_core.eval.runner import EvalSettings, run_evaluation
+from neocorrag_core.models import resolve_embedder
+
+FACTS = [
+    (
+        "Van Hook Township",
+        "Van Hook Township is in Mountrail County.",
+        [["Van Hook Township", "located in", "Mountrail County"]],
+    ),
+    (
+        "Mountrail County",
+        "Mountrail County's capital is Stanley.",
+        [["Mountrail County", "capital", "Stanley"]],
+    ),
+    ("Paris", "Paris is the capital of France.", [["Paris", "capital of", "France"]]),
+    ("Berlin", "Berlin is the capital of Germany.", [["Berlin", "capital of", "Germany"]]),
+    (
+        "Lake Sakakawea",
+        "Lake Sakakawea borders Mountrail County.",
+        [["Lake Sakakawea", "borders", "Mountrail County"]],
+    ),
+    ("Stanley", "Stanley has a population of 2321.", [["Stanley", "population", "2321"]]),
+]
+QUESTIONS = [
+    ("q1", "What is the capital of the county where Van Hook Township is located?", "Stanley"),
+    ("q2", "Which county borders Lake Sakakawea?", "Mountrail County"),
+    ("q3", "What is the population of the capital of Mountrail County?", "2321"),
+]
+FAST_METHODS = (
+    "none",
+    "neocorrag-none",
+    "neocorrag-rank",
+    "ablation-naive-search",
+    "ablation-no-filter",
+    "ablation-free-decoding",
+)
+MINER = {"tau_edge": 0.1, "tau_boost": 0.1, "beam_width": 2, "num_candidates": 8}
+
+
+def write_fixture(folder: Path) -> tuple[Path, Path]:
+    """A MuSiQue-format QA file and a HippoRAG OpenIE file for its passages."""
+    gold = {"q1": {0, 1}, "q2": {4}, "q3": {1, 5}}
+    rows = [
+        {
+            "id": qid,
+            "question": question,
+            "answer": answer,
+            "paragraphs": [
+                {"idx": i, "title": t, "paragraph_text": text, "is_supporting": i in gold[qid]}
+                for i, (t, text, _) in enumerate(FACTS)
+            ],
+        }
+        for qid, question, answer in QUESTIONS
+    ]
+    docs = [{"title": t, "text": text, "extracted_triples": tr} for t, text, tr in FACTS]
+    qa, openie = folder / "qa.json", folder / "openie.json"
+    qa.write_text(json.dumps(rows))
+    openie.write_text(json.dumps({"docs": docs}))
+    return qa, openie
+
+
+def settings_for(tmp_path: Path, methods=FAST_METHODS, **extra) -> EvalSettings:
+    qa, openie = write_fixture(tmp_path)
+    return EvalSettings(
+        data=str(qa),
+        out=str(tmp_path / "out"),
+        methods=methods,
+        triples=str(openie),
+        max_new_tokens=3,
+        bootstrap=50,
+        miner_overrides=MINER,
+        **extra,
+    )
+
+
+def run(settings, tiny_lm, **kwargs):
+    return run_evaluation(
+        settings,
+        embedder=resolve_embedder(bag_of_words_embedder()),
+        lm=tiny_lm,
+        reader_lm=tiny_lm,
+        show_progress=False,
+        **kwargs,
+    )
+
+
+def test_run_writes_records_report_and_plots(tmp_path, tiny_lm):
+    pytest.importorskip("matplotlib")
+    settings = settings_for(tmp_path)
+    results = run(settings, tiny_lm)
+    out = Path(settings.out)
+    assert results["questions_compared"] == 3
+    assert set(results["methods"]) == set(FAST_METHODS)
+    for name, agg in results["methods"].items():
+        assert agg["questions"] == 3
+        assert 0.0 <= agg["recall"] <= 1.0
+        assert agg["atd"] <= 5 and agg["aid"] <= agg["atd"]
+        assert agg["reader_tokens"] > 0, name
+    none = results["methods"]["none"]
+    assert none["atd"] == 5 and none["method_tokens"] == 0
+    assert results["methods"]["neocorrag-rank"]["method_tokens"] > 0
+    assert results["methods"]["ablation-no-filter"]["atd"] == 5
+    assert set(results["comparisons"]) == set(FAST_METHODS) - {"none"}
+    for record in results["per_question"]["neocorrag-none"]:
+        assert set(record["context_ids"]) <= set(record["retrieved_ids"])
+        assert record["chain_text"].startswith("Evidence chains:")
+    free = results["per_question"]["ablation-free-decoding"][0]["info"]
+    assert "faithful" in free or free["fallback"]
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["methods"].keys() == results["methods"].keys()
+    report = (out / "report.md").read_text()
+    assert "| neocorrag-rank |" in report and "bootstrap" in report
+    for png in ("tradeoff.png", "f1.png", "latency.png"):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_interrupted_run_resumes_without_recomputing(tmp_path, tiny_lm):
+    settings = settings_for(tmp_path, methods=("none", "neocorrag-none"), plots=False)
+    done: list[tuple[str, str]] = []
+
+    def stop_after_three(record):
+        done.append((record["qid"], record["method"]))
+        if len(done) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(settings, tiny_lm, on_record=stop_after_three)
+    first = list(done)
+    done.clear()
+    results = run(settings, tiny_lm, on_record=lambda r: done.append((r["qid"], r["method"])))
+    assert len(first) == 3 and len(done) == 3  # 3 questions x 2 methods in all
+    assert not set(first) & set(done)
+    assert results["questions_compared"] == 3
+    lines = (Path(settings.out) / "cache" / "none.jsonl").read_text().splitlines()
+    assert len(lines) == 3
+    # A third run computes nothing and needs no model at all.
+    results = run_evaluation(settings, show_progress=False, embedder=object(), lm=object())
+    assert results["questions_compared"] == 3
+
+
+def test_torn_cache_line_is_ignored(tmp_path, tiny_lm):
+    settings = settings_for(tmp_path, methods=("none",), plots=False)
+    run(settings, tiny_lm)
+    cache = Path(settings.out) / "cache" / "none.jsonl"
+    lines = cache.read_text().splitlines()
+    cache.write_text("\n".join(lines[:2]) + "\n" + lines[2][:20])  # crash mid-write
+    done = []
+    run(settings, tiny_lm, on_record=done.append)
+    assert [r["qid"] for r in done] == ["q3"]
+
+
+def test_resume_with_other_settings_is_refused(tmp_path, tiny_lm):
+    settings = settings_for(tmp_path, methods=("none",), plots=False)
+    run(settings, tiny_lm)
+    changed = EvalSettings(**{**settings.__dict__, "top_k": 3})
+    with pytest.raises(ValueError, match="top_k"):
+        run(changed, tiny_lm)
+
+
+def test_langchain_baselines_run_on_tiny_models(tmp_path, tiny_lm):
+    pytest.importorskip("langchain_classic")
+    pytest.importorskip("langchain_community")
+    methods = ("none", "lc-embeddings-filter", "lc-llm-filter", "lc-llm-filter-logits")
+    settings = settings_for(tmp_path, methods=methods, plots=False, embeddings_threshold=0.99)
+    results = run(settings, tiny_lm)
+    # A threshold no bag-of-words cosine reaches empties every context; the reader still answers.
+    assert results["methods"]["lc-embeddings-filter"]["empty"] == 1.0
+    llm_filter = results["methods"]["lc-llm-filter"]
+    assert llm_filter["method_tokens"] > 0
+    for record in results["per_question"]["lc-llm-filter"]:
+        assert record["info"]["parse_errors"] <= 5
+    assert results["methods"]["lc-llm-filter-logits"]["method_prompt_tokens"] > 0
+
+
+def test_unknown_method_and_bad_limit_are_clear(tmp_path):
+    with pytest.raises(ValueError, match="unknown method"):
+        EvalSettings(data="x", out=str(tmp_path), methods=("magic",))
+    with pytest.raises(ValueError, match="--limit"):
+        EvalSettings(data="x", out=str(tmp_path), limit=0)
+
+
+def test_cli_eval_reports_bad_data_as_an_error(tmp_path, capsys):
+    from neocorrag_core.cli import main
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"docs": []}))
+    code = main(["eval", "--data", str(bad), "--out", str(tmp_path / "o"), "--methods", "none"])
+    assert code == 2
+    assert "--triples" in capsys.readouterr().err
+
+
+def test_contexts_replayed_for_another_reader(tmp_path, tiny_lm):
+    from tiny_models import build_tiny_lm
+
+    from neocorrag_core.models import resolve_lm
+
+    first = settings_for(tmp_path, methods=("none", "neocorrag-rank"), plots=False)
+    original = run(first, tiny_lm)
+    other_reader = resolve_lm(build_tiny_lm(seed=1))
+    second = EvalSettings(
+        **{**first.__dict__, "out": str(tmp_path / "out2"), "contexts_from": first.out}
+    )
+    replayed = run_evaluation(
+        second,
+        embedder=resolve_embedder(bag_of_words_embedder()),
+        lm=object(),  # the methods are not run again, so their LM is never touched
+        reader_lm=other_reader,
+        show_progress=False,
+    )
+    for name in ("none", "neocorrag-rank"):
+        for a, b in zip(
+            original["per_question"][name], replayed["per_question"][name], strict=True
+        ):
+            assert (a["context_ids"], a["chain_text"]) == (b["context_ids"], b["chain_text"])
+            assert a["method_prompt_tokens"] == b["method_prompt_tokens"]
+    mismatched = EvalSettings(**{**second.__dict__, "out": str(tmp_path / "o3"), "top_k": 3})
+    with pytest.raises(ValueError, match="top_k"):
+        run(mismatched, tiny_lm)

@@ -1,0 +1,89 @@
+"""``neocorrag index``: index a small corpus with spaCy, re-run extracts nothing, then mine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("spacy")
+
+from conftest import bag_of_words_embedder
+
+from neocorrag_core import EvidenceChainMiner, MinerConfig
+from neocorrag_core.cli import main
+from neocorrag_core.corpus import load_corpus
+from neocorrag_core.triples import (
+    CachedTripleSource,
+    SpacyTripleExtractor,
+    TripleStore,
+)
+
+CORPUS = [
+    {"title": "Van Hook Township", "text": "Van Hook Township is located in Mountrail County."},
+    {
+        "title": "Mountrail County",
+        "text": "Mountrail County is a county in North Dakota. Its county seat is Stanley.",
+    },
+    {"title": "Stanley", "text": "Stanley is a city in North Dakota. It was founded in 1902."},
+    {"title": "Paris", "text": "Paris is the capital of France."},
+]
+
+
+class NoExtraction:
+    """Stands in for the extractor after indexing: any extraction is a test failure."""
+
+    def __init__(self, real: SpacyTripleExtractor) -> None:
+        self.extractor_id, self.version = real.extractor_id, real.version
+
+    def extract(self, passages):
+        raise AssertionError(f"extracted {len(passages)} passages that should be stored")
+
+
+def run_index(tmp_path: Path, capsys, *extra: str) -> str:
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps(CORPUS), encoding="utf-8")
+    store = tmp_path / "store.sqlite"
+    code = main(["index", str(corpus), "--store", str(store), "--quiet", *extra])
+    assert code == 0
+    return capsys.readouterr().out
+
+
+def test_index_then_rerun_then_mine_from_the_store(tmp_path: Path, capsys) -> None:
+    out = run_index(tmp_path, capsys, "--batch-size", "3")
+    assert "passages total 4 | already stored 0 | extracted now 4" in out
+    out = run_index(tmp_path, capsys)
+    assert "passages total 4 | already stored 4 | extracted now 0 | triples written 0" in out
+
+    store = TripleStore(tmp_path / "store.sqlite")
+    (stats,) = store.stats().values()
+    assert stats["passages"] == 4 and stats["triples"] > 0
+    source = CachedTripleSource(store, NoExtraction(SpacyTripleExtractor()))
+    miner = EvidenceChainMiner(
+        MinerConfig(decoding="none", tau_edge=0.1, tau_boost=0.1),
+        embedder=bag_of_words_embedder(),
+        triple_source=source,
+    )
+    passages = load_corpus(tmp_path / "corpus.json").passages
+    result = miner.mine("Which county is Van Hook Township located in?", passages)
+    assert source.stats.hits == 4
+    assert result.chains, result.fallback
+    assert any("Mountrail County" in chain.text for chain in result.chains)
+
+
+def test_index_resumes_after_a_partial_run(tmp_path: Path, capsys) -> None:
+    out = run_index(tmp_path, capsys, "--limit", "2")
+    assert "extracted now 2" in out
+    out = run_index(tmp_path, capsys)
+    assert "already stored 2 | extracted now 2" in out
+
+
+def test_index_reports_bad_input_without_a_traceback(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"foo": 1}', encoding="utf-8")
+    assert main(["index", str(bad), "--store", str(tmp_path / "s.sqlite"), "-q"]) == 2
+    assert "cannot tell the corpus format" in capsys.readouterr().err
+    assert main(["index", str(tmp_path / "missing.json"), "-q"]) == 2
+    with pytest.raises(SystemExit):
+        main(["index", str(bad), "--batch-size", "0"])

@@ -1,0 +1,166 @@
+"""NeocorRAGPostprocessor inside the LlamaIndex pieces users wire it into."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+from adapter_fixtures import CORPUS, DROPPED_IDS, KEPT_IDS, MINER_CONFIG, QUERY
+from conftest import HashedBagOfWords
+from llama_index.core import VectorStoreIndex
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
+from llama_index.core.llms.mock import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+
+from neocorrag_integrations.llama_index import (
+    NeocorRAGEmbedding,
+    NeocorRAGPostprocessor,
+    is_evidence_chain_node,
+)
+
+
+def corpus_nodes() -> list[TextNode]:
+    # Triples ride in metadata but are hidden from the LLM and the embedder, as a user would.
+    return [
+        TextNode(
+            id_=pid,
+            text=text,
+            metadata={"title": title, "triples": triples},
+            excluded_llm_metadata_keys=["triples"],
+            excluded_embed_metadata_keys=["triples"],
+        )
+        for pid, title, text, triples in CORPUS
+    ]
+
+
+class FixedRetriever(BaseRetriever):
+    """Returns the corpus in its fixed retrieval order (scores falling), whatever the query."""
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return [
+            NodeWithScore(node=node, score=round(0.9 - 0.1 * i, 2))
+            for i, node in enumerate(corpus_nodes())
+        ]
+
+
+def postprocessor(**settings) -> NeocorRAGPostprocessor:
+    return NeocorRAGPostprocessor(
+        embedder=HashedBagOfWords(), decoding="none", miner_config=MINER_CONFIG, **settings
+    )
+
+
+def test_retriever_query_engine_gives_the_llm_the_chains_and_not_the_dropped_nodes():
+    # MockLLM answers with the prompt it was given: the response is what reached the LLM.
+    plain = RetrieverQueryEngine.from_args(FixedRetriever(), llm=MockLLM())
+    refined = RetrieverQueryEngine.from_args(
+        FixedRetriever(), llm=MockLLM(), node_postprocessors=[postprocessor()]
+    )
+    plain_prompt = str(plain.query(QUERY))
+    response = refined.query(QUERY)
+    refined_prompt = str(response)
+    dropped_texts = [text for pid, _, text, _ in CORPUS if pid in DROPPED_IDS]
+    assert all(text in plain_prompt for text in dropped_texts)
+    assert not any(text in refined_prompt for text in dropped_texts)
+    assert (
+        "Evidence chains:\n1. Van Hook Township - located in -> Mountrail County" in refined_prompt
+    )
+    assert "neocorrag_" not in refined_prompt and "triples" not in refined_prompt
+    assert is_evidence_chain_node(response.source_nodes[0])
+    assert [n.node_id for n in response.source_nodes[1:]] == KEPT_IDS
+    assert str(asyncio.run(refined.aquery(QUERY))) == refined_prompt
+
+
+def test_vector_store_index_as_query_engine():
+    index = VectorStoreIndex(corpus_nodes(), embed_model=NeocorRAGEmbedding(HashedBagOfWords()))
+    engine = index.as_query_engine(
+        llm=MockLLM(), similarity_top_k=5, node_postprocessors=[postprocessor()]
+    )
+    response = engine.query(QUERY)
+    retrieved = index.as_retriever(similarity_top_k=5).retrieve(QUERY)
+    kept = [n for n in response.source_nodes if not is_evidence_chain_node(n)]
+    assert any(is_evidence_chain_node(n) for n in response.source_nodes)
+    order = [n.node_id for n in retrieved]
+    assert [n.node_id for n in kept] == sorted((n.node_id for n in kept), key=order.index)
+    assert [n.score for n in kept] == [retrieved[order.index(n.node_id)].score for n in kept]
+    assert len(kept) < len(retrieved)
+
+
+def test_llm_and_embedding_text_of_kept_nodes_is_unchanged_and_the_chain_node_is_plain():
+    nodes = FixedRetriever().retrieve(QUERY)
+    out = postprocessor().postprocess_nodes(nodes, query_str=QUERY)
+    originals = {n.node_id: n.node for n in nodes}
+    for item in out[1:]:
+        for mode in (MetadataMode.LLM, MetadataMode.EMBED):
+            assert item.node.get_content(mode) == originals[item.node_id].get_content(mode)
+    chain = out[0]
+    assert chain.node.get_content(MetadataMode.LLM) == chain.node.get_content()
+    assert chain.node.get_content(MetadataMode.EMBED).startswith("Evidence chains:")
+    # Its score is the best score among the nodes its chains came from (p1: 0.9).
+    assert chain.score == pytest.approx(0.9)
+
+
+class Collector(BaseEventHandler):
+    """Keeps the instrumentation events it sees."""
+
+    events: list = Field(default_factory=list)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "Collector"
+
+    def handle(self, event, **kwargs) -> None:
+        self.events.append(event)
+
+
+def test_emits_rerank_events_and_a_reranking_callback_like_the_rerankers():
+    collector = Collector()
+    debug = LlamaDebugHandler()
+    dispatcher = get_dispatcher("neocorrag_integrations.llama_index")
+    dispatcher.add_event_handler(collector)
+    try:
+        pp = postprocessor(top_n=1)
+        pp.callback_manager = CallbackManager([debug])
+        nodes = FixedRetriever().retrieve(QUERY)
+        out = pp.postprocess_nodes(nodes, query_str=QUERY)
+        asyncio.run(pp.apostprocess_nodes(nodes, query_str=QUERY))
+    finally:
+        dispatcher.event_handlers.remove(collector)
+    starts = [e for e in collector.events if isinstance(e, ReRankStartEvent)]
+    ends = [e for e in collector.events if isinstance(e, ReRankEndEvent)]
+    assert len(starts) == len(ends) == 2
+    assert starts[0].top_n == 1 and starts[0].query.query_str == QUERY
+    assert starts[0].model_name == "neocorrag/none"
+    assert [n.node_id for n in ends[0].nodes] == [n.node_id for n in out]
+    pairs = debug.get_event_pairs(CBEventType.RERANKING)
+    assert len(pairs) == 2
+
+
+def test_missing_query_is_a_clear_error():
+    with pytest.raises(ValueError, match="needs the query"):
+        postprocessor().postprocess_nodes(FixedRetriever().retrieve(QUERY))
+
+
+def test_serializes_to_json_and_back():
+    pp = NeocorRAGPostprocessor(lm="some/lm", top_n=3, decoding="rank", chains_position="last")
+    data = json.loads(pp.to_json())
+    assert data["class_name"] == "NeocorRAGPostprocessor" and data["lm"] == "some/lm"
+    rebuilt = NeocorRAGPostprocessor.from_json(pp.to_json())
+    assert rebuilt.to_dict() == pp.to_dict()
+
+
+def test_embedding_is_unit_length_and_rebuilds_from_its_dict():
+    embedding = NeocorRAGEmbedding(HashedBagOfWords())
+    vectors = np.asarray(embedding.get_text_embedding_batch(["Stanley is a city", "Paris"]))
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    assert embedding.get_query_embedding("Paris") == pytest.approx(vectors[1].tolist())
+    named = NeocorRAGEmbedding.from_dict(NeocorRAGEmbedding("some/folder").to_dict())
+    assert named.model_name == "some/folder" and named._spec == "some/folder"
+    assert NeocorRAGEmbedding().model_name == "all-MiniLM-L6-v2"

@@ -1,0 +1,143 @@
+"""SpacyTripleExtractor on handwritten sentences: each rule, titles, and bad inputs."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+pytest.importorskip("spacy")
+
+from neocorrag_core.triples import SpacyTripleExtractor, TripleSource
+from neocorrag_core.triples.extractor import canonical_title
+from neocorrag_core.types import Passage
+
+
+@pytest.fixture(scope="module")
+def extractor() -> SpacyTripleExtractor:
+    ex = SpacyTripleExtractor()
+    try:
+        ex.nlp  # noqa: B018 - load once for the module
+    except ImportError as exc:
+        pytest.skip(str(exc))
+    return ex
+
+
+def keys(extractor: SpacyTripleExtractor, text: str, title: str = "") -> set[tuple[str, str, str]]:
+    [triples] = extractor.extract([Passage("p", text=text, title=title)])
+    assert all(t.source_ids == ("p",) for t in triples)
+    return {t.key() for t in triples}
+
+
+def test_subject_verb_object_with_conjunctions(extractor) -> None:
+    got = keys(extractor, "Marie Curie discovered polonium and radium.")
+    assert ("Marie Curie", "discovered", "polonium") in got
+    assert ("Marie Curie", "discovered", "radium") in got
+
+
+def test_participle_after_copula_attaches_to_the_subject(extractor) -> None:
+    got = keys(extractor, "Forbidden Ground is a Hungarian film directed by Pál Gábor.")
+    assert ("Forbidden Ground", "directed by", "Pál Gábor") in got
+    assert ("Forbidden Ground", "is", "Hungarian film") in got
+
+
+def test_copula_with_preposition_becomes_the_relation(extractor) -> None:
+    got = keys(extractor, "Teutberga was the wife of Lothair.")
+    assert ("Teutberga", "wife of", "Lothair") in got
+
+
+def test_apposition_and_born_clause(extractor) -> None:
+    got = keys(extractor, "Ada Lovelace, an English mathematician, worked with Charles Babbage.")
+    assert ("Ada Lovelace", "is", "English mathematician") in got
+    assert ("Ada Lovelace", "worked with", "Charles Babbage") in got
+    got = keys(extractor, "Tim Berners-Lee, born 1955, invented the World Wide Web.")
+    assert ("Tim Berners-Lee", "born", "1955") in got
+
+
+def test_named_entities_are_kept_whole(extractor) -> None:
+    got = keys(extractor, "The treaty was signed by Charles de Gaulle in New York City.")
+    objects = {o for _, _, o in got}
+    assert "Charles de Gaulle" in objects
+    assert "New York City" in objects
+
+
+def test_life_dates_and_birthplace_of_an_encyclopedic_lead(extractor) -> None:
+    got = keys(
+        extractor,
+        "Carl Boese (26 August 1887 – 6 July 1958) was a German film director.",
+        title="Carl Boese",
+    )
+    assert ("Carl Boese", "born", "26 August 1887") in got
+    assert ("Carl Boese", "died", "6 July 1958") in got
+    got = keys(
+        extractor,
+        "Denys Desjardins (born 1966 in Montreal, Quebec) is a film director.",
+        title="Denys Desjardins",
+    )
+    assert ("Denys Desjardins", "born in", "Montreal, Quebec") in got
+
+
+def test_title_resolves_pronouns_and_references(extractor) -> None:
+    text = (
+        "Shawn Adam Levy is a Canadian film director. He directed Free Guy. "
+        "His wife is Serena Levy."
+    )
+    got = keys(extractor, text, title="Shawn Levy")
+    assert ("Shawn Levy", "directed", "Free Guy") in got  # "He" -> title
+    assert ("Shawn Levy", "wife", "Serena Levy") in got  # "His wife was" -> (owner, wife, ...)
+    assert ("Shawn Levy", "is", "Canadian film director") in got  # lead subject -> title
+    film = "Bloody Moon is a 1981 slasher film. The film stars Olivia Pascal. It was shot in Spain."
+    got = keys(extractor, film, title="Bloody Moon (1981 film)")
+    assert ("Bloody Moon", "stars", "Olivia Pascal") in got  # "the film" -> title
+    assert ("Bloody Moon", "shot in", "Spain") in got  # "It" -> title, qualifier dropped
+
+
+def test_without_a_title_pronouns_give_no_triple(extractor) -> None:
+    got = keys(extractor, "He directed Free Guy.")
+    assert all(s.lower() != "he" for s, _, _ in got)
+
+
+def test_canonical_title_drops_only_a_trailing_qualifier() -> None:
+    assert canonical_title("The Zone (2017 film)") == "The Zone"
+    assert canonical_title("  Lothair   II ") == "Lothair II"
+    assert canonical_title("(film)") == "(film)"
+
+
+def test_bad_inputs_never_fail(extractor, caplog) -> None:
+    passages = [
+        Passage("empty", text=""),
+        Passage("blank", text="   \n "),
+        Passage("none", text="it is raining again, sadly."),
+        Passage("fr", text="Le chat dort sur le canapé depuis ce matin."),
+        Passage("zh", text="北京是中华人民共和国的首都。"),
+    ]
+    out = extractor.extract(passages)
+    assert [len(t) for t in out[:2]] == [0, 0]
+    for triples in out:
+        assert all(t.subject.strip() and t.relation.strip() and t.object.strip() for t in triples)
+    long = Passage("long", text="Marie Curie discovered polonium. " * 2000)
+    with caplog.at_level(logging.WARNING):
+        [triples] = SpacyTripleExtractor(max_words=50).extract([long])
+    assert "only the first 50 are read" in caplog.text
+    assert ("Marie Curie", "discovered", "polonium") in {t.key() for t in triples}
+
+
+def test_is_a_triple_source_with_a_cache_identity(extractor) -> None:
+    assert isinstance(extractor, TripleSource)
+    assert extractor.extractor_id.startswith("spacy:en_core_web_sm")
+    assert extractor.version
+    assert SpacyTripleExtractor(use_title=False).extractor_id != extractor.extractor_id
+
+
+def test_missing_pipeline_says_what_to_install() -> None:
+    with pytest.raises(ImportError, match="pip install"):
+        SpacyTripleExtractor("no_such_spacy_pipeline_xyz").extract([Passage("p", text="A b.")])
+
+
+def test_pickles_without_its_pipeline(extractor) -> None:
+    import pickle
+
+    clone = pickle.loads(pickle.dumps(extractor))
+    assert clone._nlp is None
+    text = "Marie Curie discovered polonium."
+    assert keys(clone, text) == keys(extractor, text)

@@ -1,0 +1,59 @@
+"""The evidence picture: graph built from an adapter's output, and drawn without error."""
+
+from __future__ import annotations
+
+import matplotlib
+from adapter_fixtures import MINER_CONFIG, QUERY
+from conftest import HashedBagOfWords
+from test_adapters_contract import LangChainHarness, LlamaIndexHarness
+
+from neocorrag_integrations.langchain import NeocorRAGCompressor
+from neocorrag_integrations.llama_index import NeocorRAGPostprocessor
+from neocorrag_integrations.viz import draw_evidence, evidence_graph
+
+matplotlib.use("Agg")
+
+
+def refined_langchain(**settings):
+    docs = LangChainHarness().docs()
+    compressor = NeocorRAGCompressor(
+        embedder=HashedBagOfWords(), decoding="none", miner_config=MINER_CONFIG, **settings
+    )
+    return compressor.compress_documents(docs, QUERY), docs
+
+
+def test_graph_links_each_document_to_the_facts_it_supplied():
+    refined, retrieved = refined_langchain(top_n=1, beam_width=1)
+    graph = evidence_graph(refined, retrieved)
+    documents = {n: d for n, d in graph.nodes(data=True) if d["kind"] == "document"}
+    assert {n: d["status"] for n, d in documents.items()} == {
+        "doc 1": "top_n",
+        "doc 4": "chain",
+        "doc 2": "dropped",
+        "doc 3": "dropped",
+        "doc 5": "dropped",
+    }
+    assert documents["doc 3"]["title"] == "Paris"
+    facts = {(u, d["relation"], v): d for u, v, d in graph.edges(data=True) if d["kind"] == "fact"}
+    assert set(facts) == {
+        ("Van Hook Township", "located in", "Mountrail County"),
+        ("Mountrail County", "capital", "Stanley"),
+    }
+    sources = {(u, v) for u, v, d in graph.edges(data=True) if d["kind"] == "source"}
+    assert sources == {("doc 1", "Van Hook Township"), ("doc 4", "Mountrail County")}
+
+
+def test_draws_for_both_frameworks_and_for_an_output_without_chains():
+    refined, retrieved = refined_langchain()
+    ax = draw_evidence(refined, retrieved, title="why")
+    texts = {t.get_text() for t in ax.texts}
+    assert "located in" in texts and ax.get_title() == "why"
+    nodes = LlamaIndexHarness().docs()
+    postprocessor = NeocorRAGPostprocessor(
+        embedder=HashedBagOfWords(), decoding="none", miner_config=MINER_CONFIG
+    )
+    assert draw_evidence(postprocessor.postprocess_nodes(nodes, query_str=QUERY), nodes)
+    passthrough = postprocessor.postprocess_nodes(nodes, query_str="Quantum gluons")
+    graph = evidence_graph(passthrough)
+    assert {d["kind"] for _, d in graph.nodes(data=True)} == {"document"}
+    assert draw_evidence(passthrough)
