@@ -96,3 +96,5 @@ def test_no_filter_ablation_reuses_the_beam_chains(tiny_lm):
     assert second.chain_text == first.chain_text
     assert [p.id for p in second.passages] == ["p1", "p2", "p3"]
     assert second.prompt_tokens == first.prompt_tokens
+    assert second.info["reused_chains"] and not first.info["reused_chains"]
+    assert second.timings == first.timings  # the mining cost, not the ~0 s of the reuse

@@ -123,3 +123,22 @@ def test_bm25_by_hand():
     assert scores[0] == pytest.approx(math.log(2))
     assert scores[1] == 0.0
     assert list(index.scores("zzz")) == [0.0, 0.0]
+
+
+def test_retriever_pools_and_ranks():
+    from neocorrag_core.eval.datasets import QAExample, make_passage
+    from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
+
+    a, b, c = (make_passage(t, x) for t, x in [("A", "red apples"), ("B", "blue sky"), ("C", "x")])
+    q1 = QAExample("1", "which sky is blue", ("B",), (a, b), frozenset({b.id}))
+    q2 = QAExample("2", "apples", ("A",), (c,), frozenset({c.id}))
+    per_question = Retriever("bm25")
+    assert [p.id for p in per_question.retrieve(q1, 1)] == [b.id]
+    assert [p.id for p in per_question.retrieve(q2, 5)] == [c.id]  # only its own passages
+    pooled = Retriever("bm25", pool="corpus", corpus=pooled_corpus([q1, q2]))
+    top = pooled.retrieve(q2, 2)
+    assert top[0].id == a.id and top[0].score > top[1].score  # found in q1's passages
+    with pytest.raises(ValueError, match="embedder"):
+        Retriever("dense")
+    with pytest.raises(ValueError, match="corpus"):
+        Retriever("bm25", pool="corpus")

@@ -117,20 +117,24 @@ class NeocorragMethod:
         if result is None:
             result = self.miner.mine(question, passages, **filtered)
             self.memo[key] = result
-        return result
+            return result
+        # A reused result: its recorded timings, not this call's ~0 s, are the method's cost.
+        return replace(result, timings={**result.timings, "reused": 1.0})
 
     def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
         """Mine chains; the kept passages and the chain block go to the reader."""
         result = self._mine(question, list(passages))
+        reused = result.timings.pop("reused", None) is not None
         if not self.overrides.get("filter_passages", True) and not result.fallback:
             result = replace(result, kept=passthrough(list(passages)), dropped=[])
+        info = {**_mining_info(result), "reused_chains": reused}
         return MethodOutput(
             result.passages,
             result.chain_text,
             result.prompt_tokens,
             result.generated_tokens,
             dict(result.timings),
-            _mining_info(result),
+            info,
         )
 
 

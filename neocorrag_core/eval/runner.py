@@ -143,8 +143,9 @@ def check_signature(out: Path, settings: EvalSettings) -> None:
     wanted = settings.signature()
     if path.is_file():
         stored = json.loads(path.read_text(encoding="utf-8"))
-        if stored != json.loads(json.dumps(wanted)):
-            changed = sorted(k for k in wanted if stored.get(k) != wanted[k])
+        # A setting missing from an older run.json had its default (None) there.
+        changed = sorted(k for k, v in json.loads(json.dumps(wanted)).items() if stored.get(k) != v)
+        if changed:
             raise ValueError(
                 f"{out} holds results of a run with other settings ({', '.join(changed)}); "
                 "use another --out, or delete the folder to start over"
@@ -409,7 +410,7 @@ def _run_one(
     started = time.perf_counter()
     output = parts.methods[name].refine(example.question, retrieved)
     method_seconds = time.perf_counter() - started
-    if output.info.get("replayed"):
+    if output.info.get("replayed") or output.info.get("reused_chains"):
         method_seconds = output.timings.get("total", sum(output.timings.values()))
     answer = parts.reader.answer(example.question, output.passages, output.chain_text)
     timings = {"retrieve": retrieve_seconds}
