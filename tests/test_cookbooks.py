@@ -61,3 +61,14 @@ def test_readme_snippet_runs_and_drops_the_unsupported_documents(heading):
     assert "Evidence chains:" in printed
     assert "founded in 1976 by Steve Jobs" in printed  # the second hop, kept for its chain
     assert "Galaxy S" not in printed and "Lee Byung-chul" not in printed  # dropped noise
+
+
+@pytest.mark.real_models
+def test_readme_engine_snippet_keeps_the_second_hop_and_drops_noise():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(readme_snippet("Use the engine directly"), "README: engine", "exec"), {})
+    printed = out.getvalue()
+    assert "Evidence chains:" in printed
+    assert "d3 source of a triple in evidence chain" in printed
+    assert "Galaxy S" not in printed
