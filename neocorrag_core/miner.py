@@ -185,6 +185,24 @@ class EvidenceChainMiner:
             **found,
         )
 
+    def decoding_prompt_ids(
+        self, query: str, entities: list[str], passages: list[Passage], config: MinerConfig
+    ) -> list[int]:
+        """Stage b's prompt (question, entities, top passages) as the config shapes it.
+
+        Callers must hold ``self.lm.lock``: the tokenizer is shared between threads.
+        """
+        from neocorrag_core.decoding import build_prompt_ids
+
+        return build_prompt_ids(
+            self.lm,
+            query,
+            entities,
+            passages[: config.prompt_passages],
+            max_passage_chars=config.max_passage_chars,
+            include_passages=config.include_passages_in_prompt,
+        )
+
     def _decode(
         self,
         query: str,
@@ -196,21 +214,14 @@ class EvidenceChainMiner:
         """Stage b: pick chains among the candidates; returns (chains, prompt, generated tokens)."""
         if config.decoding == "none":
             return candidates[: config.beam_width], 0, 0
-        from neocorrag_core.decoding import beam_decode, build_prompt_ids, rank_candidates
+        from neocorrag_core.decoding import beam_decode, rank_candidates
 
         lm = self.lm
         texts = [c.text for c in candidates]
         # One lock around the whole stage: the tokenizer and the model are shared by every
         # thread (async adapters run mining in worker threads), and neither is safe to share.
         with lm.lock:
-            prompt_ids = build_prompt_ids(
-                lm,
-                query,
-                entities,
-                passages[: config.prompt_passages],
-                max_passage_chars=config.max_passage_chars,
-                include_passages=config.include_passages_in_prompt,
-            )
+            prompt_ids = self.decoding_prompt_ids(query, entities, passages, config)
             if config.decoding == "beam":
                 output = beam_decode(lm, prompt_ids, texts, num_beams=config.beam_width)
             else:

@@ -214,18 +214,9 @@ class FreeDecodingAblation:
     ) -> tuple[list[str], int, int]:
         import torch
 
-        from neocorrag_core.decoding import build_prompt_ids
-
         config, lm = self.miner.config, self.miner.lm
         with lm.lock:
-            prompt = build_prompt_ids(
-                lm,
-                question,
-                entities,
-                passages[: config.prompt_passages],
-                max_passage_chars=config.max_passage_chars,
-                include_passages=config.include_passages_in_prompt,
-            )
+            prompt = self.miner.decoding_prompt_ids(question, entities, passages, config)
             end_id = lm.end_of_turn_id
             inputs = torch.tensor([prompt])
             beams = max(2, config.beam_width)
