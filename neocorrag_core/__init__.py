@@ -4,6 +4,12 @@ Framework-free: imports neither LangChain nor LlamaIndex. Heavy models load lazi
 """
 
 from neocorrag_core.config import MinerConfig
+from neocorrag_core.evireform import (
+    EvidenceReformulator,
+    ReformulationConfig,
+    ReformulationResult,
+    RetrievalError,
+)
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.triples import (
     ChainedTripleSource,
@@ -28,6 +34,7 @@ __all__ = [
     "DroppedPassage",
     "EvidenceChain",
     "EvidenceChainMiner",
+    "EvidenceReformulator",
     "KeepReason",
     "KeptPassage",
     "MetadataTripleSource",
@@ -35,6 +42,9 @@ __all__ = [
     "MiningResult",
     "OpenIETripleSource",
     "Passage",
+    "ReformulationConfig",
+    "ReformulationResult",
+    "RetrievalError",
     "Triple",
     "TripleSource",
     "__version__",

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from neocorrag_core.generation import chat_prompt_ids
 from neocorrag_core.models import LanguageModel, end_of_turn_token_id
 from neocorrag_core.types import Passage
 
@@ -115,20 +116,13 @@ def build_prompt_ids(
     include_passages: bool = True,
 ) -> list[int]:
     """Token ids of the instruction after which the candidate chain tokens are appended."""
-    tokenizer = lm.tokenizer
     text = _prompt_text(
         question,
         entities,
         passages if include_passages else (),
         max_passage_chars=max_passage_chars,
     )
-    if getattr(tokenizer, "chat_template", None):
-        rendered = tokenizer.apply_chat_template(
-            [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
-        )
-        # The template already carries whatever special tokens the model expects.
-        return list(tokenizer(rendered, add_special_tokens=False)["input_ids"])
-    return list(tokenizer(text + "\nEvidence chain:\n")["input_ids"])
+    return chat_prompt_ids(lm, text, plain_suffix="\nEvidence chain:\n")
 
 
 def _prompt_text(
@@ -151,13 +145,19 @@ def _prompt_text(
     if names:
         lines.append(f"Key entities: {'; '.join(names)}")
     if passages:
-        lines += ["", "Passages:"]
-        for number, passage in enumerate(passages, start=1):
-            body = " ".join(passage.text.split())[: max(0, max_passage_chars)]
-            title = " ".join(passage.title.split())
-            lines.append(f"[{number}] {title}: {body}" if title else f"[{number}] {body}")
+        lines += ["", "Passages:", *numbered_passages(passages, max_passage_chars)]
     lines += ["", "Reply with the evidence chain only."]
     return "\n".join(lines)
+
+
+def numbered_passages(passages: Sequence[Passage], max_passage_chars: int) -> list[str]:
+    """Prompt lines ``[n] title: text``, each passage's text cut to ``max_passage_chars``."""
+    lines = []
+    for number, passage in enumerate(passages, start=1):
+        body = " ".join(passage.text.split())[: max(0, max_passage_chars)]
+        title = " ".join(passage.title.split())
+        lines.append(f"[{number}] {title}: {body}" if title else f"[{number}] {body}")
+    return lines
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.entities import QueryEntityExtractor
 from neocorrag_core.graph import EvidenceGraph
+from neocorrag_core.models import LazyModels
 from neocorrag_core.refine import passthrough, refine_passages
 from neocorrag_core.search import naive_search_paths, search_paths, select_seeds, to_chain
+from neocorrag_core.timing import timed
 from neocorrag_core.triples import MetadataTripleSource, TripleSource
 from neocorrag_core.types import EvidenceChain, MiningResult, Passage
 
@@ -51,47 +51,32 @@ class EvidenceChainMiner:
     ) -> None:
         self.config = config or MinerConfig()
         self.triple_source: TripleSource = triple_source or MetadataTripleSource()
-        self.show_progress = show_progress
-        self._embedder_spec = embedder
-        self._lm_spec = lm
-        self._embedder: Any = None
-        self._lm: Any = None
-        self._load_lock = threading.Lock()
+        self.models = LazyModels(embedder, lm, show_progress=show_progress)
         self._entities = QueryEntityExtractor(self.config.query_entities)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        # Loaded models hold locks and caches; specs are enough to load them again.
-        state.update(_embedder=None, _lm=None)
-        del state["_load_lock"], state["_entities"]
+        del state["_entities"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._load_lock = threading.Lock()
         self._entities = QueryEntityExtractor(self.config.query_entities)
+
+    @property
+    def show_progress(self) -> bool:
+        """Whether progress bars show while the default models are prepared."""
+        return self.models.show_progress
 
     @property
     def embedder(self) -> Any:
         """The resolved :class:`~neocorrag_core.models.TextEmbedder` (loaded on first use)."""
-        if self._embedder is None:
-            from neocorrag_core.models import resolve_embedder
-
-            with self._load_lock:
-                if self._embedder is None:
-                    self._embedder = resolve_embedder(self._embedder_spec)
-        return self._embedder
+        return self.models.embedder
 
     @property
     def lm(self) -> Any:
         """The resolved :class:`~neocorrag_core.models.LanguageModel` (loaded on first use)."""
-        if self._lm is None:
-            from neocorrag_core.models import resolve_lm
-
-            with self._load_lock:
-                if self._lm is None:
-                    self._lm = resolve_lm(self._lm_spec, show_progress=self.show_progress)
-        return self._lm
+        return self.models.lm
 
     def mine(self, query: str, passages: Sequence[Passage], **overrides: Any) -> MiningResult:
         """Mine chains from ``passages`` (in retrieval order) and refine them for ``query``.
@@ -119,22 +104,22 @@ class EvidenceChainMiner:
         if not passages:
             return MiningResult(query, [], [], [], 0, fallback="no_passages")
 
-        with _timed(timings, "triples"):
+        with timed(timings, "triples"):
             per_passage = self.triple_source.triples_for(passages)
         if len(per_passage) != len(passages):
             raise RuntimeError(
                 f"{type(self.triple_source).__name__}.triples_for returned {len(per_passage)} "
                 f"lists for {len(passages)} passages; it must return one list per passage"
             )
-        with _timed(timings, "graph"):
+        with timed(timings, "graph"):
             graph = EvidenceGraph.from_triples(t for ts in per_passage for t in ts)
         if not graph.triples:
             return fallback("no_triples")
 
-        with _timed(timings, "entities"):
+        with timed(timings, "entities"):
             entities = self._entities(query, graph.nodes)
 
-        with _timed(timings, "embed"):
+        with timed(timings, "embed"):
             nodes = graph.nodes
             texts = [query, *entities, *(graph.surface[n] for n in nodes)]
             texts += [t.text for t in graph.triples]
@@ -144,7 +129,7 @@ class EvidenceChainMiner:
             node_vecs = vectors[1 + len(entities) : 1 + len(entities) + len(nodes)]
             triple_vecs = vectors[1 + len(entities) + len(nodes) :]
 
-        with _timed(timings, "search"):
+        with timed(timings, "search"):
             seeds = select_seeds(nodes, node_vecs, entity_vecs, query_vec, config)
             # config.search == "naive" is the Table 2 ablation (unpruned BFS, no Eq. 5).
             search = search_paths if config.search == "activated" else naive_search_paths
@@ -162,14 +147,14 @@ class EvidenceChainMiner:
         if not candidates:
             return fallback("no_candidate_chains", **found)
 
-        with _timed(timings, "decode"):
+        with timed(timings, "decode"):
             chains, prompt_tokens, generated_tokens = self._decode(
                 query, entities, passages, candidates, config
             )
         if not chains:
             return fallback("decoding_returned_no_chain", **found)
 
-        with _timed(timings, "refine"):
+        with timed(timings, "refine"):
             kept, dropped = refine_passages(passages, chains, config.top_n)
             if not config.filter_passages:  # Table 2 ablation: chains added, nothing dropped
                 kept, dropped = passthrough(passages), []
@@ -272,15 +257,6 @@ def _unique_by_text(chains: list[EvidenceChain]) -> list[EvidenceChain]:
             seen.add(chain.text)
             unique.append(chain)
     return unique
-
-
-@contextmanager
-def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - started
 
 
 __all__ = ["EvidenceChainMiner"]

@@ -46,6 +46,7 @@ __all__ = [
     "BundledLM",
     "EmbedderCacheInfo",
     "LanguageModel",
+    "LazyModels",
     "MissingDependencyError",
     "ModelLoadError",
     "TextEmbedder",
@@ -567,6 +568,63 @@ def resolve_lm(
         )
         return _finish_lm(model, tokenizer, text, copy_tokenizer=False)
     raise TypeError(f"Cannot use an object of type {type(spec).__name__} as LM. {_LM_SPEC_HELP}.")
+
+
+class LazyModels:
+    """An engine's embedder and LM: specs until first use, then resolved once and cached.
+
+    Thread-safe (a model loads once even when several threads ask at the same time).
+    Pickling keeps the specs but not the loaded models. Engines that should share
+    models (a miner and a reformulator in one pipeline) share one instance.
+    """
+
+    def __init__(
+        self, embedder: Any = None, lm: Any = None, *, show_progress: bool = False
+    ) -> None:
+        self.embedder_spec = embedder
+        self.lm_spec = lm
+        self.show_progress = show_progress
+        self._embedder: TextEmbedder | None = None
+        self._lm: LanguageModel | None = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.update(_embedder=None, _lm=None)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    @property
+    def embedder_loaded(self) -> bool:
+        """Whether the embedder has been resolved."""
+        return self._embedder is not None
+
+    @property
+    def lm_loaded(self) -> bool:
+        """Whether the LM has been resolved (it never is for LM-free configurations)."""
+        return self._lm is not None
+
+    @property
+    def embedder(self) -> TextEmbedder:
+        """The resolved :class:`TextEmbedder` (loaded on first use)."""
+        if self._embedder is None:
+            with self._lock:
+                if self._embedder is None:
+                    self._embedder = resolve_embedder(self.embedder_spec)
+        return self._embedder
+
+    @property
+    def lm(self) -> LanguageModel:
+        """The resolved :class:`LanguageModel` (loaded on first use)."""
+        if self._lm is None:
+            with self._lock:
+                if self._lm is None:
+                    self._lm = resolve_lm(self.lm_spec, show_progress=self.show_progress)
+        return self._lm
 
 
 def _check_model_and_tokenizer(model: Any, tokenizer: Any) -> None:

@@ -1,12 +1,23 @@
-"""LangChain adapter: :class:`NeocorRAGCompressor`, a drop-in ``BaseDocumentCompressor``.
+"""LangChain adapters: :class:`NeocorRAGCompressor`, a drop-in ``BaseDocumentCompressor``,
+and :class:`EvidenceReformulationRetriever`, a ``BaseRetriever`` that searches again for
+the evidence your retriever missed.
 
 Wrap the retriever you already have::
 
     from langchain_classic.retrievers import ContextualCompressionRetriever
-    from neocorrag_integrations.langchain import NeocorRAGCompressor
+    from neocorrag_integrations.langchain import (
+        EvidenceReformulationRetriever,
+        NeocorRAGCompressor,
+    )
 
     retriever = ContextualCompressionRetriever(
         base_compressor=NeocorRAGCompressor(), base_retriever=your_retriever
+    )
+    # or: search again for the missing hops, then refine
+    compressor = NeocorRAGCompressor()
+    retriever = ContextualCompressionRetriever(
+        base_compressor=compressor,
+        base_retriever=EvidenceReformulationRetriever(retriever=your_retriever, models=compressor),
     )
 
 Needs only ``langchain-core`` at run time (``pip install 'neocorrag[langchain]'``).
@@ -20,9 +31,14 @@ from collections.abc import Sequence
 from typing import Any
 
 try:
-    from langchain_core.callbacks import Callbacks
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+        Callbacks,
+    )
     from langchain_core.documents import BaseDocumentCompressor, Document
     from langchain_core.embeddings import Embeddings
+    from langchain_core.retrievers import BaseRetriever, RetrieverLike
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "neocorrag_integrations.langchain needs langchain-core: pip install 'neocorrag[langchain]'"
@@ -43,18 +59,37 @@ from neocorrag_integrations._common import (
     RefinerSettings,
     SourceDocument,
 )
+from neocorrag_integrations._reformulation import (
+    EVIREFORM_EVIDENCE,
+    EVIREFORM_RANK,
+    EVIREFORM_SCORE,
+    FOUND_BY_KIND,
+    FOUND_BY_QUERY,
+    QUERY_RANKS,
+    RESIDUAL_QUERIES,
+    ReformedItem,
+    ReformulationSettings,
+)
 
 __all__ = [
     "CHAINS",
     "CHAIN_IDS",
     "DROPPED_IDS",
     "DROPPED_RANKS",
+    "EVIREFORM_EVIDENCE",
+    "EVIREFORM_RANK",
+    "EVIREFORM_SCORE",
     "FALLBACK",
+    "FOUND_BY_KIND",
+    "FOUND_BY_QUERY",
     "IS_EVIDENCE_CHAINS",
     "KEPT_REASON",
     "NUM_CANDIDATES",
+    "QUERY_RANKS",
+    "RESIDUAL_QUERIES",
     "RETRIEVAL_RANK",
     "TIMINGS",
+    "EvidenceReformulationRetriever",
     "NeocorRAGCompressor",
     "NeocorRAGEmbeddings",
     "is_evidence_chain_document",
@@ -151,6 +186,73 @@ class NeocorRAGEmbeddings(Embeddings):
         return self.embed_documents([text])[0]
 
 
+class EvidenceReformulationRetriever(ReformulationSettings, BaseRetriever):
+    """Wraps your retriever and searches again for the evidence it missed (EviReform).
+
+    The question goes to ``retriever`` first; the triples of what comes back become
+    propositions, the most helpful ones are selected as evidence, and residual queries
+    for what is still missing (written by the LM, or the evidence's bridge entities) go
+    to ``retriever`` again. All results are pooled, scored against the question and the
+    residual queries, and the best ``k`` come back, best first.
+
+    Each query is sent as ``retriever.invoke(query)`` and its first ``first_k`` (default
+    ``k``) or ``residual_k`` (default 5) documents are used: LangChain retrievers take no
+    common ``k`` argument, so configure yours to return at least that many, e.g.
+    ``store.as_retriever(search_kwargs={"k": 5})``. ``ainvoke`` sends the residual queries
+    of a round concurrently with ``retriever.ainvoke``. Documents are matched across
+    queries by their ``id`` (documents without one by a digest of their title and text),
+    and each appears once.
+
+    Returns copies of the best ``k`` documents (``id`` and metadata kept) with
+    ``neocorrag_evireform_rank`` (1-based), ``neocorrag_evireform_score``,
+    ``neocorrag_found_by_query`` / ``neocorrag_found_by_kind`` (the first query that
+    retrieved it: ``"original"``, ``"lm"``, ``"entities"`` or ``"repeat"``),
+    ``neocorrag_query_ranks`` (every query that retrieved it, with the 1-based rank), and,
+    the same on each document of a call, ``neocorrag_residual_queries`` and
+    ``neocorrag_evireform_evidence``. The documents passed in are never modified. When the
+    wrapped retriever fails (or returns something other than documents), a
+    :class:`~neocorrag_core.evireform.RetrievalError` names the query. An empty query
+    returns the wrapped retriever's first ``k`` documents.
+
+    Triples come from ``metadata["triples"]`` unless ``triple_source=`` is given;
+    documents without triples take part through their title and lead sentence. See
+    :class:`~neocorrag_integrations._reformulation.ReformulationSettings` for ``k``,
+    ``config`` (any :class:`~neocorrag_core.evireform.ReformulationConfig` field),
+    ``embedder``, ``lm``, ``reformulator=`` and ``models=`` (e.g. ``models=compressor``
+    shares a :class:`NeocorRAGCompressor`'s models and triple source). Thread-safe; pickles
+    without its loaded models, like the compressor.
+    """
+
+    retriever: RetrieverLike
+    """The retriever to wrap: any runnable from a query string to a list of documents."""
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        def fetch(text: str) -> list[Document]:
+            return self.retriever.invoke(text, config={"callbacks": run_manager.get_child()})
+
+        return _copies(self.reformulate(query, fetch, _source_documents))
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        async def afetch(text: str) -> list[Document]:
+            config = {"callbacks": run_manager.get_child()}
+            return await self.retriever.ainvoke(text, config=config)
+
+        return _copies(await self.areformulate(query, afetch, _source_documents))
+
+
+def _copies(items: list[ReformedItem[Document]]) -> list[Document]:
+    out = []
+    for item in items:
+        doc = item.original.model_copy(deep=True)
+        doc.metadata = {**doc.metadata, **item.metadata}
+        out.append(doc)
+    return out
+
+
 def is_evidence_chain_document(document: Document) -> bool:
     """Whether ``document`` is the evidence-chain document this compressor adds."""
     return document.metadata.get(IS_EVIDENCE_CHAINS) is True
@@ -160,7 +262,7 @@ def _source_documents(documents: Sequence[Document]) -> list[SourceDocument]:
     for i, doc in enumerate(documents):
         if not isinstance(doc, Document):
             raise TypeError(
-                f"documents[{i}] is a {type(doc).__name__}; NeocorRAGCompressor takes "
-                "langchain_core Document objects"
+                f"documents[{i}] is a {type(doc).__name__}; neocorrag's LangChain adapters "
+                "take langchain_core Document objects"
             )
     return [SourceDocument(doc.id, doc.page_content, doc.metadata) for doc in documents]

@@ -1,12 +1,24 @@
-"""LlamaIndex adapter: :class:`NeocorRAGPostprocessor`, a drop-in ``BaseNodePostprocessor``.
+"""LlamaIndex adapters: :class:`NeocorRAGPostprocessor`, a drop-in ``BaseNodePostprocessor``,
+and :class:`EvidenceReformulationRetriever`, a ``BaseRetriever`` that searches again for the
+evidence your retriever missed.
 
-Add it to the query engine you already have::
+Add them to the query engine you already have::
 
-    from neocorrag_integrations.llama_index import NeocorRAGPostprocessor
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from neocorrag_integrations.llama_index import (
+        EvidenceReformulationRetriever,
+        NeocorRAGPostprocessor,
+    )
 
     query_engine = index.as_query_engine(
         similarity_top_k=5, node_postprocessors=[NeocorRAGPostprocessor()]
     )
+    # or: search again for the missing hops, then refine
+    postprocessor = NeocorRAGPostprocessor()
+    retriever = EvidenceReformulationRetriever(
+        index.as_retriever(similarity_top_k=5), models=postprocessor
+    )
+    query_engine = RetrieverQueryEngine.from_args(retriever, node_postprocessors=[postprocessor])
 
 Needs ``llama-index-core`` (``pip install 'neocorrag[llamaindex]'``).
 """
@@ -21,10 +33,11 @@ from typing import Any
 try:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.bridge.pydantic import PrivateAttr
-    from llama_index.core.callbacks import CBEventType, EventPayload
+    from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
     from llama_index.core.instrumentation import get_dispatcher
     from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
+    from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -32,6 +45,9 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "pip install 'neocorrag[llamaindex]'"
     ) from err
 
+from neocorrag_core.evireform import EvidenceReformulator
+from neocorrag_core.models import LazyModels
+from neocorrag_core.triples import TripleSource
 from neocorrag_integrations._common import (
     CHAIN_IDS,
     CHAINS,
@@ -47,18 +63,38 @@ from neocorrag_integrations._common import (
     RefinerSettings,
     SourceDocument,
 )
+from neocorrag_integrations._reformulation import (
+    EVIREFORM_EVIDENCE,
+    EVIREFORM_RANK,
+    EVIREFORM_SCORE,
+    FOUND_BY_KIND,
+    FOUND_BY_QUERY,
+    QUERY_RANKS,
+    RESIDUAL_QUERIES,
+    ModelsSource,
+    ReformedItem,
+    ReformulationSettings,
+)
 
 __all__ = [
     "CHAINS",
     "CHAIN_IDS",
     "DROPPED_IDS",
     "DROPPED_RANKS",
+    "EVIREFORM_EVIDENCE",
+    "EVIREFORM_RANK",
+    "EVIREFORM_SCORE",
     "FALLBACK",
+    "FOUND_BY_KIND",
+    "FOUND_BY_QUERY",
     "IS_EVIDENCE_CHAINS",
     "KEPT_REASON",
     "NUM_CANDIDATES",
+    "QUERY_RANKS",
+    "RESIDUAL_QUERIES",
     "RETRIEVAL_RANK",
     "TIMINGS",
+    "EvidenceReformulationRetriever",
     "NeocorRAGEmbedding",
     "NeocorRAGPostprocessor",
     "is_evidence_chain_node",
@@ -216,6 +252,147 @@ class NeocorRAGEmbedding(BaseEmbedding):
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return await asyncio.to_thread(self._get_query_embedding, query)
+
+
+class EvidenceReformulationRetriever(BaseRetriever):
+    """Wraps your retriever and searches again for the evidence it missed (EviReform).
+
+    The question goes to ``retriever`` first; the triples of what comes back become
+    propositions, the most helpful ones are selected as evidence, and residual queries
+    for what is still missing (written by the LM, or the evidence's bridge entities) go
+    to ``retriever`` again. All results are pooled, scored against the question and the
+    residual queries, and the best ``k`` nodes come back, best first.
+
+    Each query is sent as ``retriever.retrieve(...)`` (``aretrieve`` from
+    :meth:`aretrieve`, the residual queries of a round concurrently) and its first
+    ``first_k`` (default ``k``) or ``residual_k`` (default 5) nodes are used, so give the
+    wrapped retriever at least that ``similarity_top_k``. Nodes are matched across queries
+    by ``node_id`` (keep ids stable, as an index does) and each appears once.
+
+    Returns copies of the best ``k`` nodes, scored with the EviReform score, with the
+    ``neocorrag_*`` keys of the LangChain retriever (``neocorrag_evireform_rank``,
+    ``neocorrag_evireform_score``, ``neocorrag_found_by_query``, ``neocorrag_found_by_kind``,
+    ``neocorrag_query_ranks``, ``neocorrag_residual_queries``,
+    ``neocorrag_evireform_evidence``) in their metadata. Those keys are added to the copies'
+    ``excluded_llm_metadata_keys`` and ``excluded_embed_metadata_keys``, so the LLM reads
+    the same text as without this retriever. The nodes passed in are never modified. When
+    the wrapped retriever fails (or returns something other than ``NodeWithScore``), a
+    :class:`~neocorrag_core.evireform.RetrievalError` names the query. An empty query
+    returns the wrapped retriever's first ``k`` nodes with their own scores.
+
+    Args:
+        retriever: the LlamaIndex retriever to wrap.
+        k: nodes returned.
+        config: a :class:`~neocorrag_core.evireform.ReformulationConfig` or a dict of its
+            fields, e.g. ``{"residual_queries": "entities"}`` (no LM at all together with
+            ``"selection": "embedding"``).
+        embedder / lm / triple_source / reformulator / models: as for
+            :class:`~neocorrag_integrations._reformulation.ReformulationSettings`;
+            ``models=postprocessor`` shares a :class:`NeocorRAGPostprocessor`'s models and
+            triple source.
+        callback_manager / verbose: as for any LlamaIndex retriever.
+
+    Thread-safe; pickles without its loaded models.
+    """
+
+    def __init__(
+        self,
+        retriever: BaseRetriever,
+        *,
+        k: int = 5,
+        config: Any = None,
+        embedder: Any = None,
+        lm: Any = None,
+        triple_source: TripleSource | None = None,
+        reformulator: EvidenceReformulator | None = None,
+        models: ModelsSource | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if not callable(getattr(retriever, "retrieve", None)):
+            raise TypeError(
+                f"retriever must be a LlamaIndex retriever, got {type(retriever).__name__}"
+            )
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+        self._retriever = retriever
+        self._settings = ReformulationSettings(
+            k=k,
+            config=config,
+            embedder=embedder,
+            lm=lm,
+            triple_source=triple_source,
+            reformulator=reformulator,
+            models=models,
+        )
+
+    @property
+    def retriever(self) -> BaseRetriever:
+        """The wrapped retriever."""
+        return self._retriever
+
+    @property
+    def settings(self) -> ReformulationSettings:
+        """``k``, ``config``, ``embedder``, ``lm`` and the engine, as pydantic settings."""
+        return self._settings
+
+    @property
+    def k(self) -> int:
+        """Nodes returned per query."""
+        return self._settings.k
+
+    @property
+    def reformulator(self) -> EvidenceReformulator:
+        """The engine (share it with ``reformulator=`` in another retriever)."""
+        return self._settings.reformulator
+
+    @property
+    def models(self) -> LazyModels:
+        """The engine's lazily loaded models (share them with ``models=``)."""
+        return self._settings.models
+
+    def _bundle(self, query_bundle: QueryBundle, text: str) -> QueryBundle:
+        # The original question keeps its bundle (custom embedding strings, a precomputed
+        # embedding); residual queries get plain ones.
+        return query_bundle if text == query_bundle.query_str else QueryBundle(text)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        def fetch(text: str) -> list[NodeWithScore]:
+            return self._retriever.retrieve(self._bundle(query_bundle, text))
+
+        items = self._settings.reformulate(query_bundle.query_str, fetch, _reformulation_sources)
+        return _reformed_nodes(items)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        async def afetch(text: str) -> list[NodeWithScore]:
+            return await self._retriever.aretrieve(self._bundle(query_bundle, text))
+
+        items = await self._settings.areformulate(
+            query_bundle.query_str, afetch, _reformulation_sources
+        )
+        return _reformed_nodes(items)
+
+
+def _reformulation_sources(nodes: Sequence[NodeWithScore]) -> list[SourceDocument]:
+    for i, item in enumerate(nodes):
+        if not isinstance(item, NodeWithScore):
+            raise TypeError(
+                f"nodes[{i}] is a {type(item).__name__}; EvidenceReformulationRetriever "
+                "wraps retrievers that return llama_index NodeWithScore objects"
+            )
+    return _source_documents(nodes)
+
+
+def _reformed_nodes(items: list[ReformedItem[NodeWithScore]]) -> list[NodeWithScore]:
+    out = []
+    for item in items:
+        node = item.original.node.model_copy(deep=True)
+        node.metadata = {**node.metadata, **item.metadata}
+        node.excluded_llm_metadata_keys = _with_keys(node.excluded_llm_metadata_keys, item.metadata)
+        node.excluded_embed_metadata_keys = _with_keys(
+            node.excluded_embed_metadata_keys, item.metadata
+        )
+        out.append(NodeWithScore(node=node, score=item.score))
+    return out
 
 
 def is_evidence_chain_node(node: NodeWithScore | TextNode) -> bool:

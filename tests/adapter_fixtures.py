@@ -45,3 +45,38 @@ DROPPED_IDS = ["p3", "p5"]
 # Loose thresholds suit the bag-of-words embedder; n-gram entities keep results identical
 # whether or not spaCy is installed.
 MINER_CONFIG = {"tau_edge": 0.1, "tau_boost": 0.1, "query_entities": "ngram"}
+
+
+# ---- EviReform adapter tests
+
+BRIDGE_QUESTION = "Where was the director of Film X born?"
+BRIDGE_ENTITY = "Jane Roe"
+
+# (id, title, text, triples). d2 holds the answer but shares almost no word with the
+# question; the fake retriever returns it only to a query naming the bridge entity.
+BRIDGE_CORPUS: list[tuple[str, str, str, list[list[str]]]] = [
+    (
+        "d1",
+        "Film X",
+        "Film X is a 1999 drama film directed by Jane Roe.",
+        [["Film X", "directed by", "Jane Roe"], ["Film X", "released in", "1999"]],
+    ),
+    (
+        "d2",
+        "Jane Roe",
+        "Jane Roe is a film director who was born in Oslo.",
+        [["Jane Roe", "born in", "Oslo"], ["Jane Roe", "occupation", "film director"]],
+    ),
+    (
+        "d3",
+        "Film Y",
+        "Film Y is a 2004 comedy film directed by John Smith.",
+        [["Film Y", "directed by", "John Smith"]],
+    ),
+    ("d4", "John Smith", "John Smith was born in Leeds.", [["John Smith", "born in", "Leeds"]]),
+    ("d5", "Oslo", "Oslo is the capital of Norway.", [["Oslo", "capital of", "Norway"]]),
+    ("d6", "Bergen", "Bergen is a city in Norway.", [["Bergen", "located in", "Norway"]]),
+]
+BRIDGE_HIDDEN = "d2"
+
+BRIDGE_NO_LM = {"selection": "embedding", "residual_queries": "entities", "residual_k": 3}

@@ -144,7 +144,7 @@ def test_decoding_none_never_loads_the_lm():
         lm="/nonexistent/model/path",
     )
     assert miner.mine(QUERY, make_passages()).chains
-    assert miner._lm is None
+    assert not miner.models.lm_loaded
 
 
 def test_triple_texts_are_embedded_once_across_calls():

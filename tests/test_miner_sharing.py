@@ -48,9 +48,9 @@ def test_pickling_drops_loaded_models_and_keeps_configuration_and_specs():
     config = MinerConfig(decoding="none", **MINER_CONFIG)
     miner = EvidenceChainMiner(config, embedder=HashedBagOfWords())
     before = miner.mine(QUERY, passages())
-    assert miner._embedder is not None
+    assert miner.models.embedder_loaded
     clone = pickle.loads(pickle.dumps(miner))
-    assert clone._embedder is None and clone._lm is None
+    assert not clone.models.embedder_loaded and not clone.models.lm_loaded
     assert clone.config == config
     after = clone.mine(QUERY, passages())
     assert [c.text for c in after.chains] == [c.text for c in before.chains]

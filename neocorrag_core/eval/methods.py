@@ -9,6 +9,9 @@
   :class:`FreeDecodingAblation`), ``ablation-no-filter`` (``filter_passages=False``).
 * LangChain baselines (imported only when asked for): ``lc-embeddings-filter``,
   ``lc-llm-filter`` and ``lc-llm-filter-logits``; see ``langchain_baselines``.
+* EviReform methods, which search again instead of refining the top-k: ``evireform``,
+  its controls ``evireform-repeat`` and ``evireform-rerank``, and ``evireform-neocorrag``;
+  see ``evireform_methods``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,17 @@ METHODS: dict[str, str] = {
     "lc-embeddings-filter": "LangChain EmbeddingsFilter (same embedder)",
     "lc-llm-filter": "LangChain LLMChainFilter (same LM, generated YES/NO)",
     "lc-llm-filter-logits": "LLMChainFilter prompt, YES/NO read from next-token logits",
+    "evireform": "EviReform: residual queries, mixing, propagation",
+    "evireform-repeat": "EviReform control: the original question asked again",
+    "evireform-rerank": "EviReform control: residual queries re-score the first pool only",
+    "evireform-neocorrag": "EviReform top-k, then neocorrag-beam refinement",
 }
+EVIREFORM_METHOD_NAMES = (
+    "evireform",
+    "evireform-repeat",
+    "evireform-rerank",
+    "evireform-neocorrag",
+)
 NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
     "neocorrag-beam": {"decoding": "beam"},
     "neocorrag-rank": {"decoding": "rank"},
@@ -252,6 +265,7 @@ def build_methods(
     miner: EvidenceChainMiner,
     *,
     embeddings_threshold: float = 0.5,
+    evireform_overrides: dict[str, Any] | None = None,
 ) -> list[Method]:
     """Method objects for ``names`` (see :data:`METHODS`), sharing the miner's models."""
     unknown = [n for n in names if n not in METHODS]
@@ -261,8 +275,17 @@ def build_methods(
         )
     methods: list[Method] = []
     memo: dict[Any, MiningResult] = {}
+    evireform: dict[str, Any] = {}
+    if any(n in EVIREFORM_METHOD_NAMES for n in names):
+        from neocorrag_core.eval.evireform_methods import build_evireform_methods
+        from neocorrag_core.evireform import ReformulationConfig
+
+        config = ReformulationConfig().with_overrides(**(evireform_overrides or {}))
+        evireform = build_evireform_methods(names, miner, config)
     for name in names:
-        if name == "none":
+        if name in evireform:
+            methods.append(evireform[name])
+        elif name == "none":
             methods.append(NoRefinement())
         elif name in NEOCORRAG_METHODS:
             methods.append(NeocorragMethod(name, miner, memo, **NEOCORRAG_METHODS[name]))

@@ -69,6 +69,22 @@ def comparison_table(results: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def pool_table(results: dict[str, Any]) -> str:
+    """Markdown table of candidate-pool completeness for methods that retrieve again."""
+    rows = [
+        "| method | pool complete before | pool complete after | LM tokens / q | method s / q |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, agg in results["methods"].items():
+        if agg.get("pool_complete") is None:
+            continue
+        rows.append(
+            f"| {name} | {_pct(agg['first_pool_complete'])} | {_pct(agg['pool_complete'])} | "
+            f"{agg['method_tokens']:.0f} | {agg['seconds'].get('method', 0):.2f} |"
+        )
+    return "\n".join(rows) if len(rows) > 2 else ""
+
+
 def render_report(results: dict[str, Any]) -> str:
     """The whole report.md for one run."""
     settings, data = results["settings"], results["data"]
@@ -114,9 +130,20 @@ def render_report(results: dict[str, Any]) -> str:
         "",
         *[f"- `{name}`: {METHODS[name]}" for name in results["methods"]],
     ]
+    pools = pool_table(results)
+    if pools:
+        lines += [
+            "",
+            "## Candidate pools (methods that retrieve again)",
+            "",
+            pools,
+            "",
+            "A pool is complete when it holds every gold passage of the question: before = "
+            "the first retrieval's top-k, after = every passage any query returned.",
+        ]
     if fallbacks:
         lines += ["", "Engine fallbacks (input passed through): " + "; ".join(fallbacks)]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["comparison_table", "cost_table", "quality_table", "render_report"]
+__all__ = ["comparison_table", "cost_table", "pool_table", "quality_table", "render_report"]

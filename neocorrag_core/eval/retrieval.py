@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -101,6 +101,15 @@ class Retriever:
             raise ValueError(f"k must be >= 1, got {k}")
         passages = self.corpus if self.pool == "corpus" else list(example.passages)
         return top_k(passages, self._scores(example.question, passages), k)
+
+    def search_fn(self, example: QAExample) -> Callable[[str, int], list[Passage]]:
+        """``search(query, k)`` over the example's pool: what a method that retrieves again
+        (EviReform) calls for its residual queries."""
+
+        def search(query: str, k: int) -> list[Passage]:
+            return self.retrieve(replace(example, question=query), k)
+
+        return search
 
     def _scores(self, question: str, passages: list[Passage]) -> np.ndarray:
         pooled = self.pool == "corpus"

@@ -8,13 +8,14 @@ holds the settings that change results; resuming with different ones is refused
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import resource
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,8 @@ class EvalSettings:
     bootstrap: int = 2000
     plots: bool = True
     miner_overrides: dict[str, Any] = field(default_factory=dict)
+    evireform_overrides: dict[str, Any] = field(default_factory=dict)
+    """ReformulationConfig fields changed for the EviReform methods."""
     contexts_from: str | None = None
     """Out folder of an earlier run whose method contexts are replayed: only the reader runs."""
 
@@ -97,9 +100,28 @@ class EvalSettings:
             "max_new_tokens",
             "embeddings_threshold",
             "miner_overrides",
+            "evireform_overrides",
             "contexts_from",
         )
-        return {k: getattr(self, k) for k in keys}
+        signature = {k: getattr(self, k) for k in keys}
+        # Input files are known by name and content, not by path, so a run resumes (and a
+        # replay matches) from another working directory or machine.
+        for key in ("data", "corpus", "triples"):
+            signature[key] = file_identity(signature[key])
+        if self.contexts_from is not None:
+            signature["contexts_from"] = Path(self.contexts_from).name
+        return signature
+
+
+def file_identity(value: str | None) -> str | None:
+    """``name sha256:<first 16 hex>`` for an existing file; other values unchanged."""
+    if value is None or not Path(value).is_file():
+        return value
+    digest = hashlib.sha256()
+    with open(value, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return f"{Path(value).name} sha256:{digest.hexdigest()[:16]}"
 
 
 class ResultCache:
@@ -137,14 +159,26 @@ class ResultCache:
             f.flush()
 
 
+def _stored(stored: dict[str, Any], key: str) -> Any:
+    """A run.json setting; one an older run.json lacks had the field's default there."""
+    if key in stored:
+        return stored[key]
+    spec = EvalSettings.__dataclass_fields__[key]
+    if spec.default_factory is not MISSING:
+        return spec.default_factory()
+    return None if spec.default is MISSING else spec.default
+
+
 def check_signature(out: Path, settings: EvalSettings) -> None:
     """Write ``run.json`` on the first run; refuse to mix caches of different settings."""
     path = out / "run.json"
     wanted = settings.signature()
     if path.is_file():
         stored = json.loads(path.read_text(encoding="utf-8"))
-        # A setting missing from an older run.json had its default (None) there.
-        changed = sorted(k for k, v in json.loads(json.dumps(wanted)).items() if stored.get(k) != v)
+        # A setting an older run.json lacks had its default there (see _stored).
+        changed = sorted(
+            k for k, v in json.loads(json.dumps(wanted)).items() if _stored(stored, k) != v
+        )
         if changed:
             raise ValueError(
                 f"{out} holds results of a run with other settings ({', '.join(changed)}); "
@@ -193,6 +227,10 @@ def score_record(
         "aid": M.irrelevant_count(ids, gold),
         "empty": float(not ids),
         "retrieved_recall": M.recall_at_k([p.id for p in retrieved], gold, k),
+        # Candidate-pool completeness (methods that retrieve again): every gold passage in
+        # the first retrieval's pool / in the pool after residual retrieval.
+        "first_pool_complete": _complete(output.info.get("first_pool_ids"), gold),
+        "pool_complete": _complete(output.info.get("pool_ids"), gold),
         "method_prompt_tokens": output.prompt_tokens,
         "method_generated_tokens": output.generated_tokens,
         "reader_prompt_tokens": answer.prompt_tokens,
@@ -201,6 +239,10 @@ def score_record(
         "info": output.info,
         "peak_rss_mb": peak_rss_mb(),
     }
+
+
+def _complete(pool_ids: Sequence[str] | None, gold: Sequence[str]) -> float | None:
+    return None if pool_ids is None else float(set(gold) <= set(pool_ids))
 
 
 @dataclass
@@ -248,10 +290,14 @@ def build_components(
     )
     if settings.contexts_from:
         source = replay_source(settings)
-        methods: list[Method] = [ReplayedMethod(name, source) for name in settings.methods]
+        known = corpus if corpus is not None else pooled_corpus(examples)
+        methods: list[Method] = [ReplayedMethod(name, source, known) for name in settings.methods]
     else:
         methods = build_methods(
-            settings.methods, miner, embeddings_threshold=settings.embeddings_threshold
+            settings.methods,
+            miner,
+            embeddings_threshold=settings.embeddings_threshold,
+            evireform_overrides=settings.evireform_overrides,
         )
     reader = Reader(resolve_lm(reader_lm), max_new_tokens=settings.max_new_tokens)
     return Components(retriever, {m.name: m for m in methods}, reader)
@@ -269,6 +315,7 @@ _REPLAY_KEYS = (
     "triples",
     "embeddings_threshold",
     "miner_overrides",
+    "evireform_overrides",
 )
 
 
@@ -280,7 +327,7 @@ def replay_source(settings: EvalSettings) -> ResultCache:
         raise ValueError(f"--contexts-from {folder}: no run.json there (not an eval out folder)")
     stored = json.loads(path.read_text(encoding="utf-8"))
     wanted = json.loads(json.dumps(settings.signature()))
-    changed = [k for k in _REPLAY_KEYS if stored.get(k) != wanted.get(k)]
+    changed = [k for k in _REPLAY_KEYS if _stored(stored, k) != wanted.get(k)]
     if changed:
         raise ValueError(
             f"--contexts-from {folder} ran with other settings ({', '.join(changed)}); "
@@ -293,9 +340,12 @@ class ReplayedMethod:
     """A method's context replayed from an earlier run's records, so a new reader sees
     exactly what that run's reader saw; its method cost is the recorded one."""
 
-    def __init__(self, name: str, source: ResultCache) -> None:
+    def __init__(self, name: str, source: ResultCache, known: Sequence[Passage] = ()) -> None:
         self.name = name
         self.by_question = {r["question"]: r for r in source.load(name).values()}
+        # Methods that retrieve again (EviReform) hand the reader passages from outside
+        # the shared top-k; they are found among every passage of the run.
+        self.known = {p.id: p for p in known}
 
     def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
         """The recorded context: the same passages (by id) and the same chain block."""
@@ -305,10 +355,10 @@ class ReplayedMethod:
                 f"--contexts-from has no {self.name!r} record for {question[:60]!r}; "
                 "finish that run first or lower --limit"
             )
-        by_id = {p.id: p for p in passages}
+        by_id = {**self.known, **{p.id: p for p in passages}}
         missing = [pid for pid in record["context_ids"] if pid not in by_id]
         if missing:
-            raise ValueError(f"replayed context ids {missing} are not among the retrieved")
+            raise ValueError(f"replayed context ids {missing} are not in this run's passages")
         timings = {
             k.removeprefix("method."): v
             for k, v in record["timings"].items()
@@ -408,9 +458,14 @@ def _run_one(
     settings: EvalSettings,
 ) -> dict[str, Any]:
     started = time.perf_counter()
-    output = parts.methods[name].refine(example.question, retrieved)
+    method = parts.methods[name]
+    if getattr(method, "uses_search", False):  # EviReform methods retrieve again
+        search = parts.retriever.search_fn(example)
+        output = method.refine(example.question, retrieved, search=search, k=settings.top_k)
+    else:
+        output = method.refine(example.question, retrieved)
     method_seconds = time.perf_counter() - started
-    if output.info.get("replayed") or output.info.get("reused_chains"):
+    if any(output.info.get(flag) for flag in ("replayed", "reused_chains", "reused")):
         method_seconds = output.timings.get("total", sum(output.timings.values()))
     answer = parts.reader.answer(example.question, output.passages, output.chain_text)
     timings = {"retrieve": retrieve_seconds}
@@ -452,7 +507,15 @@ def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "seconds": stages,
         "peak_rss_mb": max((r["peak_rss_mb"] for r in records), default=0.0),
         "fallbacks": _count(r["info"].get("fallback") for r in records),
+        "first_pool_complete": _mean_known(r.get("first_pool_complete") for r in records),
+        "pool_complete": _mean_known(r.get("pool_complete") for r in records),
     }
+
+
+def _mean_known(values: Any) -> float | None:
+    """Mean of the values that are not None (None when there are none)."""
+    known = [v for v in values if v is not None]
+    return float(np.mean(known)) if known else None
 
 
 def _count(values: Any) -> dict[str, int]:

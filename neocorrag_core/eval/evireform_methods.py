@@ -1,0 +1,144 @@
+"""EviReform in the benchmark: methods that search again instead of refining the top-k.
+
+* ``evireform``: the reformulation loop's top-k (default :class:`ReformulationConfig`).
+* ``evireform-repeat``: the paper's matched-query control: a second round that asks the
+  original question again (no LM).
+* ``evireform-rerank``: the paper's rerank control: the residual queries ``evireform``
+  wrote re-score the *first* pool; nothing new is retrieved.
+* ``evireform-neocorrag``: ``evireform``'s top-k refined by the miner (beam decoding).
+
+They all see the same ``search`` the shared retrieval step uses (per-question or
+corpus pool). Methods built together share one memo, so the loop runs once per
+question; a method that reuses it reports the loop's tokens and seconds as its cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from neocorrag_core.evireform import (
+    EvidenceReformulator,
+    ReformulationConfig,
+    ReformulationResult,
+    SearchFn,
+)
+from neocorrag_core.miner import EvidenceChainMiner
+from neocorrag_core.types import Passage
+
+from .methods import EVIREFORM_METHOD_NAMES, METHODS, MethodOutput
+
+EVIREFORM_METHODS: dict[str, str] = {n: METHODS[n] for n in EVIREFORM_METHOD_NAMES}
+
+
+def _loop_info(result: ReformulationResult, reused: bool) -> dict[str, Any]:
+    return {
+        "first_pool_ids": [p.id for p in result.first_pool],
+        "pool_ids": [p.id for p in result.pool],
+        "queries": [[q.text, q.kind, q.round] for q in result.queries],
+        "evidence": [p.text for p in result.evidence],
+        "found_by": [r.found_by for r in result.passages],
+        "sufficient": result.sufficient,
+        "notes": list(result.notes),
+        "reused": reused,
+    }
+
+
+class EviReformMethod:
+    """One of :data:`EVIREFORM_METHODS`; needs the runner's ``search`` for the question."""
+
+    uses_search = True
+
+    def __init__(
+        self,
+        name: str,
+        reformulator: EvidenceReformulator,
+        memo: dict[str, ReformulationResult],
+        miner: EvidenceChainMiner | None = None,
+    ) -> None:
+        if name not in EVIREFORM_METHODS:
+            raise ValueError(f"unknown EviReform method {name!r}")
+        self.name = name
+        self.reformulator = reformulator
+        self.memo = memo
+        self.miner = miner
+
+    def _loop(self, question: str, search: SearchFn, k: int) -> tuple[ReformulationResult, bool]:
+        """The default loop's result for ``question`` (run once, then reused)."""
+        found = self.memo.get(question)
+        if found is not None:
+            return found, True
+        self.memo.clear()  # the runner goes question by question
+        result = self.reformulator.retrieve(question, search, k)
+        self.memo[question] = result
+        return result, False
+
+    def refine(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        search: SearchFn | None = None,
+        k: int | None = None,
+    ) -> MethodOutput:
+        """Retrieve again with ``search`` and return this method's top-``k`` context
+        (``k`` defaults to the number of shared retrieved ``passages``)."""
+        if search is None:
+            raise ValueError(f"{self.name} needs the runner's search function")
+        k = k or len(passages) or 5
+        if self.name == "evireform-repeat":
+            result = self.reformulator.retrieve(question, search, k, residual_queries="repeat")
+            return _output([r.passage for r in result.passages], result, _loop_info(result, False))
+        result, reused = self._loop(question, search, k)
+        info = _loop_info(result, reused)
+        if self.name == "evireform":
+            return _output([r.passage for r in result.passages], result, info)
+        if self.name == "evireform-rerank":
+            ranked = self.reformulator.rerank(question, result.queries, result.first_pool, k)
+            info["pool_ids"] = info["first_pool_ids"]
+            return _output([r.passage for r in ranked], result, info)
+        if self.miner is None:
+            raise ValueError("evireform-neocorrag needs a miner")
+        mined = self.miner.mine(question, [r.passage for r in result.passages], decoding="beam")
+        timings = {**{f"evireform.{s}": v for s, v in result.timings.items()}, **mined.timings}
+        timings["total"] = result.timings.get("total", 0.0) + mined.timings.get("total", 0.0)
+        info.update(fallback=mined.fallback, num_chains=len(mined.chains))
+        return MethodOutput(
+            mined.passages,
+            mined.chain_text,
+            result.prompt_tokens + mined.prompt_tokens,
+            result.generated_tokens + mined.generated_tokens,
+            timings,
+            {**info, "reused": True},  # its cost is the loop's plus the mining's, timed above
+        )
+
+
+def _output(
+    passages: list[Passage], result: ReformulationResult, info: dict[str, Any]
+) -> MethodOutput:
+    return MethodOutput(
+        passages,
+        "",
+        result.prompt_tokens,
+        result.generated_tokens,
+        dict(result.timings),
+        info,
+    )
+
+
+def build_evireform_methods(
+    names: Sequence[str],
+    miner: EvidenceChainMiner,
+    config: ReformulationConfig | None = None,
+) -> dict[str, EviReformMethod]:
+    """The EviReform methods among ``names``, sharing the miner's models and triple source."""
+    wanted = [n for n in names if n in EVIREFORM_METHODS]
+    if not wanted:
+        return {}
+    reformulator = EvidenceReformulator(
+        config, models=miner.models, triple_source=miner.triple_source
+    )
+    memo: dict[str, ReformulationResult] = {}
+    return {n: EviReformMethod(n, reformulator, memo, miner) for n in wanted}
+
+
+__all__ = ["EVIREFORM_METHODS", "EviReformMethod", "build_evireform_methods"]

@@ -1,0 +1,137 @@
+"""Configuration of evidence-guided query reformulation (EviReform)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Literal
+
+ResidualMode = Literal["lm", "entities", "repeat"]
+SelectionMode = Literal["beam", "rank", "embedding"]
+AggregationMode = Literal["max", "sum"]
+
+
+@dataclass(frozen=True)
+class ReformulationConfig:
+    """Knobs of the reformulation loop; defaults follow the EviReform paper where it has one.
+
+    Retrieval
+        first_k: passages asked of the search for the original question (``None``: the
+            ``k`` the caller asked for).
+        residual_k: passages asked for each residual query.
+        residual_retrieval: ``False`` is the paper's *rerank* control: residual queries
+            only re-score the first pool, nothing new is retrieved.
+        rounds: reformulation rounds (paper's main setting: 1).
+
+    Evidence selection (stage b)
+        selection: ``"beam"`` (trie-constrained beam search over the proposition texts,
+            like the chain decoder), ``"rank"`` (exact log-likelihood of every candidate),
+            or ``"embedding"`` (cosine to the question; no LM).
+        max_evidence: propositions selected per round.
+        max_selection_candidates: propositions offered to the LM, best cosine first.
+        selection_passages / max_passage_chars: passages shown in the selection prompt.
+
+    Residual queries (stage c)
+        residual_queries: ``"lm"`` (the LM writes them; bridge entities when it writes
+            nothing usable or the token budget is spent), ``"entities"`` (bridge entities
+            only, no LM), or ``"repeat"`` (the paper's control: the original question
+            again, no LM).
+        max_residual_queries: at most this many per round (paper: 3).
+        fill_with_entities: with ``"lm"``, free query slots go to bridge entities that
+            the LM's queries do not name (our addition: the 0.5B LM often writes a
+            single usable query, and the next hop hides behind another entity).
+        max_query_tokens: new-token cap of the query-writing call.
+        max_query_words: longer generated lines are not queries and are skipped.
+
+    Scoring (stages d-f)
+        score_temperature: each query's similarities become a unit of mass by a softmax at
+            this temperature; ``None`` = min-max scaling then sum to 1. The paper does not
+            give its normalization. Chosen on the 100-question MuSiQue set (corpus pool,
+            MiniLM, bridge-entity queries): min-max spread the mass over every weak match
+            and the final top-5 lost recall (0.534, single-shot 0.612); softmax at 0.1 kept
+            it (0.610) and raised Chain@5 from 0.30 to 0.33.
+        original_weight: share of the score mass kept on the original question; the
+            residual queries share the rest equally (paper: 0.5).
+        propagation_weight: share of each proposition's score that comes from its
+            shared-entity neighbours after one propagation round (paper: 0.5).
+        aggregation: passage score = ``"max"`` (default) or ``"sum"`` of its propositions'.
+
+    Budget
+        max_lm_tokens: prompt + generated tokens the LM may spend per question; a step
+            whose worst-case cost would overrun it runs its no-LM fallback instead.
+            ``None`` = unlimited.
+    """
+
+    first_k: int | None = None
+    residual_k: int = 5
+    residual_retrieval: bool = True
+    rounds: int = 1
+    selection: SelectionMode = "beam"
+    max_evidence: int = 3
+    max_selection_candidates: int = 40
+    selection_passages: int = 5
+    max_passage_chars: int = 400
+    residual_queries: ResidualMode = "lm"
+    max_residual_queries: int = 3
+    fill_with_entities: bool = True
+    max_query_tokens: int = 64
+    max_query_words: int = 16
+    score_temperature: float | None = 0.1
+    original_weight: float = 0.5
+    propagation_weight: float = 0.5
+    aggregation: AggregationMode = "max"
+    max_lm_tokens: int | None = 4000
+
+    def __post_init__(self) -> None:
+        choices = {
+            "selection": ("beam", "rank", "embedding"),
+            "residual_queries": ("lm", "entities", "repeat"),
+            "aggregation": ("max", "sum"),
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"{name} must be one of {', '.join(map(repr, allowed))}, "
+                    f"got {getattr(self, name)!r}"
+                )
+        at_least_one = ("residual_k", "rounds", "max_evidence", "max_selection_candidates")
+        at_least_one += ("max_residual_queries", "max_query_tokens", "max_query_words")
+        for name in at_least_one:
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.first_k is not None and self.first_k < 1:
+            raise ValueError(f"first_k must be >= 1 or None, got {self.first_k}")
+        for name in ("selection_passages", "max_passage_chars"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("original_weight", "propagation_weight"):
+            if not 0.0 <= float(getattr(self, name)) <= 1.0:
+                raise ValueError(f"{name} must be within [0, 1], got {getattr(self, name)}")
+        if self.score_temperature is not None and self.score_temperature <= 0:
+            raise ValueError(f"score_temperature must be > 0 or None, got {self.score_temperature}")
+        if self.max_lm_tokens is not None and self.max_lm_tokens < 0:
+            raise ValueError(f"max_lm_tokens must be >= 0 or None, got {self.max_lm_tokens}")
+
+    @property
+    def uses_lm(self) -> bool:
+        """Whether any step may call the LM (the model is never loaded otherwise)."""
+        if self.residual_queries == "repeat":
+            return False
+        return self.selection != "embedding" or self.residual_queries == "lm"
+
+    def with_overrides(self, **overrides: Any) -> ReformulationConfig:
+        """A copy with some fields changed; unknown names raise a ``TypeError``."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise TypeError(
+                f"unknown ReformulationConfig field(s): {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        return replace(self, **overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every field (for reports and caches)."""
+        return asdict(self)
+
+
+__all__ = ["AggregationMode", "ReformulationConfig", "ResidualMode", "SelectionMode"]

@@ -1,0 +1,471 @@
+"""``EvidenceReformulator``: wires the EviReform stages around any search function.
+
+The loop is written once, as a generator that *yields* the searches it needs and
+receives their results; :meth:`EvidenceReformulator.retrieve` drives it with a
+sync search and :meth:`~EvidenceReformulator.aretrieve` with an async one (running
+the residual searches of a round concurrently and the LM steps in a worker thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from neocorrag_core.generation import chat_prompt_ids, greedy_generate
+from neocorrag_core.models import LazyModels
+from neocorrag_core.timing import timed
+from neocorrag_core.triples import MetadataTripleSource, TripleSource
+from neocorrag_core.types import Passage
+
+from .config import ReformulationConfig
+from .propositions import build_propositions
+from .residual import (
+    bridge_entities,
+    bridge_entity_queries,
+    parse_residual_queries,
+    residual_prompt_text,
+)
+from .scoring import aggregate_to_passages, mix_query_scores, propagate, shared_entity_neighbors
+from .selection import (
+    build_selection_prompt,
+    select_with_lm,
+    selection_cost_bound,
+    top_by_similarity,
+)
+from .types import (
+    Proposition,
+    QueryKind,
+    RankedPassage,
+    ReformulationQuery,
+    ReformulationResult,
+)
+
+logger = logging.getLogger(__name__)
+
+SearchFn = Callable[[str, int], Sequence[Passage]]
+"""``search(query, k)`` -> up to ``k`` passages, best first."""
+AsyncSearchFn = Callable[[str, int], Awaitable[Sequence[Passage]]]
+
+_Request = list[tuple[str, int]]
+_Loop = Generator[_Request, list[list[Passage]], ReformulationResult]
+
+
+class RetrievalError(RuntimeError):
+    """The wrapped search failed or returned something that is not a list of passages."""
+
+
+@dataclass
+class _State:
+    """Mutable bookkeeping of one question's loop (never shared between calls)."""
+
+    question: str
+    queries: list[ReformulationQuery] = field(default_factory=list)
+    pool: dict[str, Passage] = field(default_factory=dict)
+    ranks: dict[str, dict[int, int]] = field(default_factory=dict)
+    evidence: list[Proposition] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def lm_tokens(self) -> int:
+        return self.prompt_tokens + self.generated_tokens
+
+    def add_results(self, query_index: int, passages: Sequence[Passage]) -> list[Passage]:
+        """Merge one query's results into the pool; returns the passages new to it."""
+        new: list[Passage] = []
+        for rank, passage in enumerate(passages):
+            seen = self.ranks.setdefault(passage.id, {})
+            seen.setdefault(query_index, rank)
+            if passage.id not in self.pool:
+                self.pool[passage.id] = passage
+                new.append(passage)
+        return new
+
+
+class EvidenceReformulator:
+    """Searches again for the evidence the first retrieval missed (EviReform).
+
+    Args:
+        config: loop settings; defaults follow the paper (one round, three residual
+            queries, half the score mass on the original question, half propagated).
+        embedder / lm: anything :func:`neocorrag_core.models.resolve_embedder` /
+            :func:`~neocorrag_core.models.resolve_lm` accepts; ``None`` = the bundled
+            models. The LM is never loaded when the configuration needs none.
+        triple_source: where the passages' triples come from (default: passage metadata);
+            passages without triples take part through their lead sentence.
+        models: share the lazily loaded models of another engine, e.g.
+            ``EvidenceReformulator(models=miner.models)``; overrides embedder/lm.
+
+    Thread-safe like :class:`~neocorrag_core.EvidenceChainMiner`: every call keeps its own
+    state, and the LM's lock serializes generation.
+    """
+
+    def __init__(
+        self,
+        config: ReformulationConfig | None = None,
+        *,
+        embedder: Any = None,
+        lm: Any = None,
+        triple_source: TripleSource | None = None,
+        models: LazyModels | None = None,
+        show_progress: bool = False,
+    ) -> None:
+        self.config = config or ReformulationConfig()
+        self.triple_source: TripleSource = triple_source or MetadataTripleSource()
+        self.models = models or LazyModels(embedder, lm, show_progress=show_progress)
+
+    # ------------------------------------------------------------------ drivers
+
+    def retrieve(
+        self, question: str, search: SearchFn, k: int = 5, **overrides: Any
+    ) -> ReformulationResult:
+        """The top-``k`` passages for ``question`` after evidence-guided reformulation.
+
+        ``search(query, n)`` is called for the question and for each residual query.
+        Keyword overrides change config fields for this call only.
+        """
+        started = time.perf_counter()
+        loop = self._loop(question, k, self._config(overrides))
+        step = _advance(loop, None)
+        searching = 0.0
+        while not isinstance(step, ReformulationResult):
+            before = time.perf_counter()
+            results = [_call(search, query, n) for query, n in step]
+            searching += time.perf_counter() - before
+            step = _advance(loop, results)
+        return _finish(step, searching, started)
+
+    async def aretrieve(
+        self, question: str, search: AsyncSearchFn, k: int = 5, **overrides: Any
+    ) -> ReformulationResult:
+        """Async :meth:`retrieve`: one round's searches run concurrently, LM steps in a thread."""
+        started = time.perf_counter()
+        loop = self._loop(question, k, self._config(overrides))
+        step = await asyncio.to_thread(_advance, loop, None)
+        searching = 0.0
+        while not isinstance(step, ReformulationResult):
+            before = time.perf_counter()
+            results = list(await asyncio.gather(*(_acall(search, q, n) for q, n in step)))
+            searching += time.perf_counter() - before
+            step = await asyncio.to_thread(_advance, loop, results)
+        return _finish(step, searching, started)
+
+    def _config(self, overrides: dict[str, Any]) -> ReformulationConfig:
+        return self.config.with_overrides(**overrides) if overrides else self.config
+
+    # ------------------------------------------------------------------ the loop
+
+    def _loop(self, question: str, k: int, config: ReformulationConfig) -> _Loop:
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("question must be a non-empty string")
+        if not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be a positive integer, got {k!r}")
+        state = _State(question)
+        state.queries.append(ReformulationQuery(question, "original", 0))
+        (first,) = yield [(question, config.first_k or k)]
+        fresh = state.add_results(0, first)
+        first_pool_size = len(state.pool)
+        sufficient = False
+        props: list[Proposition] = []
+        for round_number in range(1, config.rounds + 1):
+            if not fresh:
+                break
+            props = self._propositions(list(state.pool.values()), state)
+            written, sufficient = self._residual_round(state, props, fresh, config)
+            if sufficient or not written:
+                break
+            start = len(state.queries)
+            state.queries += [ReformulationQuery(t, kind, round_number) for t, kind in written]
+            texts = [t for t, _ in written]
+            if not config.residual_retrieval:
+                continue  # the rerank control: the queries only re-score the first pool
+            results = yield [(t, config.residual_k) for t in texts]
+            fresh = []
+            for offset, passages in enumerate(results):
+                fresh += state.add_results(start + offset, passages)
+        pool = list(state.pool.values())
+        ranked: list[RankedPassage] = []
+        if pool:
+            props = self._propositions(pool, state)
+            with timed(state.timings, "score"):
+                ranked = self._rank(state, props, pool, k, config)
+        return ReformulationResult(
+            question=question,
+            passages=ranked,
+            queries=state.queries,
+            evidence=state.evidence,
+            pool=pool,
+            first_pool_size=first_pool_size,
+            sufficient=sufficient,
+            notes=state.notes,
+            prompt_tokens=state.prompt_tokens,
+            generated_tokens=state.generated_tokens,
+            timings=state.timings,
+        )
+
+    def _propositions(self, pool: list[Passage], state: _State) -> list[Proposition]:
+        with timed(state.timings, "triples"):
+            per_passage = self.triple_source.triples_for(pool)
+        if len(per_passage) != len(pool):
+            raise RuntimeError(
+                f"{type(self.triple_source).__name__}.triples_for returned {len(per_passage)} "
+                f"lists for {len(pool)} passages; it must return one list per passage"
+            )
+        return build_propositions(pool, per_passage)
+
+    def _residual_round(
+        self,
+        state: _State,
+        props: list[Proposition],
+        fresh: list[Passage],
+        config: ReformulationConfig,
+    ) -> tuple[list[tuple[str, QueryKind]], bool]:
+        """Select evidence among the fresh passages' propositions, then write the queries;
+        returns ``(query, kind)`` pairs and whether the LM called the evidence sufficient."""
+        asked = [q.text for q in state.queries]
+        if config.residual_queries == "repeat":
+            return [(state.question, "repeat")], False
+        fresh_ids = {p.id for p in fresh}
+        chosen = {p.text for p in state.evidence}
+        candidates = [
+            p for p in props if p.text not in chosen and fresh_ids.intersection(p.passage_ids)
+        ]
+        with timed(state.timings, "select"):
+            state.evidence += self._select(state, candidates, fresh, config)
+        queries: list[tuple[str, QueryKind]] = []
+        if config.residual_queries == "lm":
+            with timed(state.timings, "residual"):
+                written = self._write_queries(state, asked, config)
+            if written is not None:
+                texts, sufficient = written
+                if sufficient:
+                    return [], True
+                queries = [(t, "lm") for t in texts]
+                if not texts:
+                    state.notes.append("residual_queries: bridge entities (the LM wrote none)")
+            if queries and not config.fill_with_entities:
+                return queries, False
+        room = config.max_residual_queries - len(queries)
+        entities = bridge_entity_queries(
+            state.question, state.evidence, asked=asked + [t for t, _ in queries], max_queries=room
+        )
+        if not queries and not entities:
+            state.notes.append("residual_queries: no bridge entity in the evidence")
+        return queries + [(e, "entities") for e in entities], False
+
+    def _select(
+        self,
+        state: _State,
+        candidates: list[Proposition],
+        passages: list[Passage],
+        config: ReformulationConfig,
+    ) -> list[Proposition]:
+        if not candidates:
+            return []
+        embedder = self.models.embedder
+        vecs = embedder.embed([state.question, *(p.text for p in candidates)])
+        order = top_by_similarity(vecs[0], vecs[1:], config.max_selection_candidates)
+        if config.selection == "embedding":
+            return [candidates[i] for i in order[: config.max_evidence]]
+        offered = [candidates[i] for i in order]
+        lm = self.models.lm
+        with lm.lock:
+            prompt = build_selection_prompt(
+                lm,
+                state.question,
+                passages[: config.selection_passages],
+                config.max_passage_chars,
+            )
+            bound = selection_cost_bound(lm, prompt, offered, config.selection, config.max_evidence)
+            if not self._affordable(state, bound, config, "selection"):
+                return offered[: config.max_evidence]
+            picked = select_with_lm(
+                lm, prompt, offered, mode=config.selection, limit=config.max_evidence
+            )
+        state.prompt_tokens += picked.prompt_tokens
+        state.generated_tokens += picked.generated_tokens
+        return [offered[i] for i in picked.indices]
+
+    def _write_queries(
+        self, state: _State, asked: list[str], config: ReformulationConfig
+    ) -> tuple[list[str], bool] | None:
+        """The LM's residual queries and whether it called the evidence sufficient;
+        ``None`` when the budget does not allow the call."""
+        lm = self.models.lm
+        text = residual_prompt_text(
+            state.question, [p.text for p in state.evidence], config.max_residual_queries
+        )
+        with lm.lock:
+            prompt = chat_prompt_ids(lm, text)
+            if not self._affordable(state, len(prompt) + config.max_query_tokens, config, "query"):
+                return None
+            generated = greedy_generate(lm, prompt, config.max_query_tokens)
+            reply = lm.tokenizer.decode(generated, skip_special_tokens=True)
+        state.prompt_tokens += len(prompt)
+        state.generated_tokens += len(generated)
+        parsed = parse_residual_queries(
+            reply,
+            state.question,
+            [p.text for p in state.evidence],
+            asked=asked,
+            bridges=bridge_entities(state.question, state.evidence),
+            max_queries=config.max_residual_queries,
+            max_words=config.max_query_words,
+        )
+        if parsed.rejected:
+            logger.debug("skipped %d unusable residual query line(s): %r", parsed.rejected, reply)
+        return parsed.queries, parsed.sufficient
+
+    def _affordable(
+        self, state: _State, bound: int, config: ReformulationConfig, step: str
+    ) -> bool:
+        if config.max_lm_tokens is None or state.lm_tokens + bound <= config.max_lm_tokens:
+            return True
+        state.notes.append(
+            f"{step}: skipped the LM (up to {bound} tokens would pass the budget of "
+            f"{config.max_lm_tokens}; {state.lm_tokens} spent); used the no-LM fallback"
+        )
+        return False
+
+    # ------------------------------------------------------------------ scoring
+
+    def _rank(
+        self,
+        state: _State,
+        props: list[Proposition],
+        pool: list[Passage],
+        k: int,
+        config: ReformulationConfig,
+    ) -> list[RankedPassage]:
+        texts = [q.text for q in state.queries]
+        vecs = self.models.embedder.embed([*texts, *(p.text for p in props)])
+        sims = np.asarray(vecs[len(texts) :]) @ np.asarray(vecs[: len(texts)]).T
+        scores = rank_scores(sims, shared_entity_neighbors(props), config)
+        by_passage = aggregate_to_passages(scores, props, config.aggregation)
+        arrival = {p.id: i for i, p in enumerate(pool)}
+        order = sorted(pool, key=lambda p: (-by_passage.get(p.id, 0.0), arrival[p.id]))
+        ranked = []
+        for passage in order[:k]:
+            seen = state.ranks.get(passage.id, {})
+            ranked.append(
+                RankedPassage(
+                    passage,
+                    float(by_passage.get(passage.id, 0.0)),
+                    found_by=min(seen) if seen else 0,
+                    retrieval_ranks=tuple(sorted(seen.items())),
+                )
+            )
+        return ranked
+
+    def rerank(
+        self,
+        question: str,
+        queries: Sequence[ReformulationQuery],
+        passages: Sequence[Passage],
+        k: int = 5,
+        **overrides: Any,
+    ) -> list[RankedPassage]:
+        """Score ``passages`` with given queries (stages d-f only; no search, no LM).
+
+        ``queries[0]`` must be the original question. This is the paper's *rerank*
+        control when ``passages`` is the first pool and ``queries`` those a full run wrote.
+        """
+        if not queries or queries[0].kind != "original":
+            raise ValueError("queries must start with the original question")
+        config = self._config(overrides)
+        state = _State(question, queries=list(queries))
+        for rank, passage in enumerate(passages):
+            state.ranks.setdefault(passage.id, {0: rank})
+            state.pool.setdefault(passage.id, passage)
+        pool = list(state.pool.values())
+        if not pool:
+            return []
+        return self._rank(state, self._propositions(pool, state), pool, k, config)
+
+
+def rank_scores(
+    similarities: np.ndarray, neighbors: Sequence[Sequence[int]], config: ReformulationConfig
+) -> np.ndarray:
+    """Proposition scores from a (propositions x queries) similarity matrix whose first
+    column is the original question: normalize per query, mix, propagate once."""
+    sims = np.asarray(similarities, dtype=float)
+    if sims.ndim != 2 or sims.shape[1] < 1:
+        raise ValueError("similarities must be a (propositions x queries) matrix")
+    mixed = mix_query_scores(
+        sims[:, 0],
+        [sims[:, j] for j in range(1, sims.shape[1])],
+        config.original_weight,
+        config.score_temperature,
+    )
+    return propagate(mixed, neighbors, config.propagation_weight)
+
+
+def _advance(loop: _Loop, results: list[list[Passage]] | None) -> _Request | ReformulationResult:
+    """The loop's next search request, or its result. StopIteration must not cross into an
+    asyncio future (it cannot be raised there), hence the conversion."""
+    try:
+        return next(loop) if results is None else loop.send(results)
+    except StopIteration as done:
+        return done.value
+
+
+def _finish(result: ReformulationResult, searching: float, started: float) -> ReformulationResult:
+    result.timings["search"] = searching
+    result.timings["total"] = time.perf_counter() - started
+    return result
+
+
+def _search_error(query: str, err: Exception) -> RetrievalError:
+    return RetrievalError(
+        f"the wrapped search failed for query {query!r}: {type(err).__name__}: {err}"
+    )
+
+
+def _check_results(query: str, results: Any) -> list[Passage]:
+    if isinstance(results, (str, bytes)) or not isinstance(results, Sequence):
+        raise RetrievalError(
+            f"the search returned a {type(results).__name__} for query {query!r}; "
+            "it must return a list of Passage objects"
+        )
+    passages: list[Passage] = []
+    for i, item in enumerate(results):
+        if not isinstance(item, Passage):
+            raise RetrievalError(
+                f"the search returned a {type(item).__name__} at position {i} for query "
+                f"{query!r}; it must return neocorrag_core.Passage objects"
+            )
+        passages.append(item)
+    return passages
+
+
+def _call(search: SearchFn, query: str, k: int) -> list[Passage]:
+    try:
+        results = search(query, k)
+    except Exception as err:
+        raise _search_error(query, err) from err
+    return _check_results(query, results)
+
+
+async def _acall(search: AsyncSearchFn, query: str, k: int) -> list[Passage]:
+    try:
+        results = await search(query, k)
+    except Exception as err:
+        raise _search_error(query, err) from err
+    return _check_results(query, results)
+
+
+__all__ = [
+    "AsyncSearchFn",
+    "EvidenceReformulator",
+    "RetrievalError",
+    "SearchFn",
+    "rank_scores",
+]

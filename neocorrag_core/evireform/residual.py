@@ -1,0 +1,208 @@
+"""Stage c: residual queries for what the selected evidence leaves unresolved.
+
+The LM writes them from the question and the evidence (or says the evidence is
+sufficient); its output is parsed line by line and validated, never trusted. The
+no-LM fallback searches for *bridge entities*: names the evidence introduces that
+the question does not mention, which is where the next hop usually starts.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from neocorrag_core.graph import normalize_entity
+
+from .types import Proposition
+
+RESIDUAL_INSTRUCTION = (
+    "Some evidence for the question below has been found. Write up to {n} short search "
+    "queries for the information that is still missing, one per line. Name the new people, "
+    "places or works the evidence mentions, and do not ask again for what the evidence "
+    "already states. If the evidence already answers the question, reply SUFFICIENT."
+)
+
+_BULLET = re.compile(r"^\s*(?:[-*•]+|\d+\s*[.):]|\(\d+\))\s*")
+_LABEL = re.compile(r"^\s*(?:search\s+)?query\s*\d*\s*[:\-]\s*", re.IGNORECASE)
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SUFFICIENT = re.compile(r"^\W*sufficient\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ParsedQueries:
+    """Valid queries found in the LM's reply, and whether it declared the evidence sufficient."""
+
+    queries: list[str]
+    sufficient: bool = False
+    rejected: int = 0
+
+
+def residual_prompt_text(question: str, evidence: Sequence[str], max_queries: int = 3) -> str:
+    """The instruction, the question and the evidence found so far."""
+    lines = [
+        RESIDUAL_INSTRUCTION.format(n=max_queries),
+        "",
+        f"Question: {' '.join(question.split())}",
+    ]
+    lines += ["", "Evidence:"]
+    lines += [f"- {' '.join(text.split())}" for text in evidence] or ["- (none)"]
+    lines += ["", "Queries:"]
+    return "\n".join(lines)
+
+
+_MONTHS = {
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+}
+_DATE_WORDS = _MONTHS | {"ad", "bc", "bce", "ce", "st", "nd", "rd", "th", "s", "c", "circa"}
+
+
+def _key(text: str) -> str:
+    """Comparison key: accents removed, case-folded words."""
+    plain = unicodedata.normalize("NFKD", text)
+    plain = "".join(ch for ch in plain if not unicodedata.combining(ch))
+    return " ".join(_WORD.findall(plain.casefold()))
+
+
+def _is_date_or_number(key: str) -> bool:
+    """``1991``, ``17 january 1969``, ``1990s``, ``january 2001``: no use as a search."""
+    words = key.split()
+    if not any(ch.isdigit() for ch in key):
+        return False
+    return all(w in _DATE_WORDS or w.rstrip("sthndr").isdigit() or w.isdigit() for w in words)
+
+
+def parse_residual_queries(
+    reply: str,
+    question: str,
+    evidence: Sequence[str] = (),
+    *,
+    asked: Sequence[str] = (),
+    bridges: Sequence[str] = (),
+    max_queries: int = 3,
+    max_words: int = 16,
+) -> ParsedQueries:
+    """Queries from the LM's reply: one per line, bullets and labels stripped.
+
+    A line is skipped when it is empty, longer than ``max_words`` words, a query already
+    ``asked``, a restatement of the question or of an evidence fact (at least 3/4 of the
+    words of the two together are shared), or, when the evidence has ``bridges``
+    (entities the question does not name), when it names none of them: a residual query
+    searches from what the evidence revealed, and the small LM otherwise tends to ask
+    for the first hop again. A reply
+    that starts with SUFFICIENT (before any valid query) means no residual search.
+    """
+    banned = {_key(question), *(_key(e) for e in evidence), *(_key(a) for a in asked)}
+    facts = [set(_key(e).split()) for e in (question, *evidence)]
+    bridge_words = [_key(b).split() for b in bridges]
+    bridge_words = [words for words in bridge_words if words]
+    queries: list[str] = []
+    rejected = 0
+    for raw in reply.splitlines():
+        line = _LABEL.sub("", _BULLET.sub("", raw)).strip().strip("\"'`*").strip()
+        if not line:
+            continue
+        if _SUFFICIENT.match(line):
+            if not queries:
+                return ParsedQueries([], sufficient=True, rejected=rejected)
+            break
+        key = _key(line)
+        if (
+            not key
+            or len(key.split()) > max_words
+            or key in banned
+            or _restates(key, facts)
+            or (bridge_words and not _names_any(key, bridge_words))
+        ):
+            rejected += 1
+            continue
+        banned.add(key)
+        queries.append(line)
+        if len(queries) == max_queries:
+            break
+    return ParsedQueries(queries, rejected=rejected)
+
+
+def _restates(key: str, facts: Sequence[set[str]], overlap: float = 0.75) -> bool:
+    """Whether a query mostly repeats one known fact (word-set Jaccard >= ``overlap``);
+    the small LM often "asks" for exactly what the evidence already says."""
+    words = set(key.split())
+    return any(len(words & fact) >= overlap * len(words | fact) for fact in facts if fact)
+
+
+def _names_any(key: str, entities: Sequence[list[str]]) -> bool:
+    """Whether the query names one of the entities (at least 2/3 of its words)."""
+    words = set(key.split())
+    return any(len(words.intersection(e)) * 3 >= 2 * len(e) for e in entities)
+
+
+def bridge_entities(question: str, evidence: Sequence[Proposition]) -> list[str]:
+    """Entities of the evidence, in order, that the question does not already name.
+
+    Numbers and dates are skipped: a year links everything and finds nothing.
+    """
+    question_key = f" {_key(question)} "
+    question_words = set(question_key.split())
+    found: list[str] = []
+    seen: set[str] = set()
+    for prop in evidence:
+        for surface in prop.surface_entities:
+            key = _key(surface)
+            norm = normalize_entity(surface)
+            if not key or norm in seen or _is_date_or_number(key):
+                continue
+            seen.add(norm)
+            if f" {key} " in question_key or set(key.split()) <= question_words:
+                continue
+            found.append(" ".join(surface.split()))
+    return found
+
+
+def bridge_entity_queries(
+    question: str,
+    evidence: Sequence[Proposition],
+    *,
+    asked: Sequence[str] = (),
+    max_queries: int = 3,
+) -> list[str]:
+    """Up to ``max_queries`` bridge entities, each one a query, skipping any that an
+    ``asked`` query already names."""
+    done = [f" {_key(a)} " for a in asked]
+    fresh = [
+        e for e in bridge_entities(question, evidence) if not any(f" {_key(e)} " in d for d in done)
+    ]
+    return fresh[: max(0, max_queries)]
+
+
+__all__ = [
+    "RESIDUAL_INSTRUCTION",
+    "ParsedQueries",
+    "bridge_entities",
+    "bridge_entity_queries",
+    "parse_residual_queries",
+    "residual_prompt_text",
+]

@@ -1,0 +1,116 @@
+"""Stage b: pick the propositions that help answer the question.
+
+The LM chooses among the candidate texts only (trie-constrained beams or exact
+ranking, the same decoders as chain mining), so it can never invent a fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from neocorrag_core.decoding import beam_decode, numbered_passages, rank_candidates
+from neocorrag_core.generation import chat_prompt_ids
+from neocorrag_core.models import LanguageModel
+from neocorrag_core.types import Passage
+
+from .types import Proposition
+
+SELECTION_INSTRUCTION = (
+    "Write one fact from the passages that helps answer the question, in the form "
+    "`subject relation object`."
+)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Indices of the chosen candidates (best first) and the LM tokens it cost."""
+
+    indices: list[int]
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+
+
+def selection_prompt_text(
+    question: str, passages: Sequence[Passage], max_passage_chars: int = 400
+) -> str:
+    """The instruction, the question and the numbered, cut passages."""
+    lines = [SELECTION_INSTRUCTION, "", f"Question: {' '.join(question.split())}"]
+    if passages:
+        lines += ["", "Passages:", *numbered_passages(passages, max_passage_chars)]
+    lines += ["", "Reply with the fact only."]
+    return "\n".join(lines)
+
+
+def top_by_similarity(
+    question_vec: np.ndarray, candidate_vecs: np.ndarray, limit: int
+) -> list[int]:
+    """Indices of the ``limit`` candidates most similar to the question (ties: input order)."""
+    if len(candidate_vecs) == 0 or limit <= 0:
+        return []
+    sims = np.asarray(candidate_vecs) @ np.asarray(question_vec)
+    return np.argsort(-sims, kind="stable")[:limit].tolist()
+
+
+def select_with_lm(
+    lm: LanguageModel,
+    prompt_ids: Sequence[int],
+    candidates: Sequence[Proposition],
+    *,
+    mode: str,
+    limit: int,
+) -> Selection:
+    """Up to ``limit`` distinct candidates chosen by ``beam`` search or exact ``rank``ing."""
+    texts = [p.text for p in candidates]
+    if mode == "beam":
+        output = beam_decode(lm, prompt_ids, texts, num_beams=limit)
+    elif mode == "rank":
+        output = rank_candidates(lm, prompt_ids, texts, top_k=limit)
+    else:
+        raise ValueError(f"LM selection mode must be 'beam' or 'rank', got {mode!r}")
+    return Selection(
+        [c.index for c in output.choices], output.prompt_tokens, output.generated_tokens
+    )
+
+
+def selection_cost_bound(
+    lm: LanguageModel,
+    prompt_ids: Sequence[int],
+    candidates: Sequence[Proposition],
+    mode: str,
+    limit: int,
+) -> int:
+    """Most tokens a selection call can spend: the prompt plus every token it may score or
+    generate (each candidate once when ranking; the longest candidate per beam otherwise).
+    Beam search that finds no exact candidate ranks them all as well, hence the sum."""
+    lengths = [
+        len(ids) + 1
+        for ids in lm.tokenizer(
+            [p.text for p in candidates], add_special_tokens=False, split_special_tokens=True
+        )["input_ids"]
+    ]
+    ranked = len(prompt_ids) + sum(lengths)
+    if mode == "rank":
+        return ranked
+    return len(prompt_ids) + max(2, limit) * max(lengths, default=0) + ranked
+
+
+def build_selection_prompt(
+    lm: LanguageModel, question: str, passages: Sequence[Passage], max_passage_chars: int
+) -> list[int]:
+    """Chat-formatted selection prompt ids."""
+    text = selection_prompt_text(question, passages, max_passage_chars)
+    return chat_prompt_ids(lm, text, plain_suffix="\nFact:\n")
+
+
+__all__ = [
+    "SELECTION_INSTRUCTION",
+    "Selection",
+    "build_selection_prompt",
+    "select_with_lm",
+    "selection_cost_bound",
+    "selection_prompt_text",
+    "top_by_similarity",
+]

@@ -1,0 +1,437 @@
+"""What the two ``EvidenceReformulationRetriever`` adapters share: settings, ids, metadata.
+
+The adapters only fetch documents from the wrapped retriever, reduce them to
+:class:`~neocorrag_integrations._common.SourceDocument`, and copy the winners back; the
+rest is decided here once, so LangChain and LlamaIndex behave the same:
+
+* every call keeps its own :class:`ReformulationCall`, which turns the documents each query
+  returns into engine passages with ids that are stable across the queries of that call
+  (the engine merges its pool by passage id), and remembers the original objects;
+* :func:`reformulation_items` turns the engine's ranking into the ``neocorrag_*`` metadata
+  each output copy carries.
+
+Imports pydantic (which both frameworks depend on) but neither framework.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, Field, PrivateAttr, field_validator
+
+from neocorrag_core.evireform import (
+    EvidenceReformulator,
+    ReformulationConfig,
+    ReformulationResult,
+    RetrievalError,
+)
+from neocorrag_core.miner import EvidenceChainMiner
+from neocorrag_core.models import LazyModels
+from neocorrag_core.triples import TripleSource
+from neocorrag_core.types import Passage
+
+from ._common import RefinerSettings, SourceDocument
+
+T = TypeVar("T")
+
+# Metadata keys of the reformulating retrievers; all carry the ``neocorrag_`` prefix.
+EVIREFORM_RANK = "neocorrag_evireform_rank"
+"""1-based position of the document in the reformulated ranking."""
+EVIREFORM_SCORE = "neocorrag_evireform_score"
+"""The EviReform score that ranked the document (``None`` when the query was empty and the
+wrapped retriever's results passed through)."""
+FOUND_BY_QUERY = "neocorrag_found_by_query"
+"""Text of the first query whose results held the document."""
+FOUND_BY_KIND = "neocorrag_found_by_kind"
+"""Kind of that query: ``"original"``, ``"lm"``, ``"entities"`` or ``"repeat"``."""
+QUERY_RANKS = "neocorrag_query_ranks"
+"""Every query whose results held the document: ``{"query", "kind", "rank"}`` (1-based)."""
+RESIDUAL_QUERIES = "neocorrag_residual_queries"
+"""Every query sent after the original question (the same on each document of one call):
+``{"text", "kind", "round"}``, in the order they were sent."""
+EVIREFORM_EVIDENCE = "neocorrag_evireform_evidence"
+"""The propositions selected as evidence (the same on each document of one call)."""
+
+REFORMULATION_KEYS = (
+    EVIREFORM_RANK,
+    EVIREFORM_SCORE,
+    FOUND_BY_QUERY,
+    FOUND_BY_KIND,
+    QUERY_RANKS,
+    RESIDUAL_QUERIES,
+    EVIREFORM_EVIDENCE,
+)
+"""Every metadata key the reformulating retrievers add."""
+
+ModelsSource = LazyModels | EvidenceChainMiner | EvidenceReformulator | RefinerSettings
+"""What ``models=`` accepts: loaded-on-demand models, or an engine or adapter holding them."""
+
+
+@dataclass(frozen=True)
+class ReformedItem(Generic[T]):
+    """One output document: the object the wrapped retriever returned, its score and the
+    metadata to add to its copy."""
+
+    original: T
+    score: float | None
+    metadata: dict[str, Any]
+
+
+def content_id(text: str, title: str = "") -> str:
+    """A stable id for a document without one: a digest of its title and text."""
+    digest = hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()[:32]
+    return f"sha256:{digest}"
+
+
+class ReformulationCall(Generic[T]):
+    """The documents of one reformulation call, as engine passages with stable ids.
+
+    A document keeps its own id as passage id; one without an id gets
+    :func:`content_id`, so the same document returned by two queries is merged even when
+    the retriever builds fresh objects each time. A *different* text under an id seen
+    before gets ``<id>#<digest>``, so documents that share an id are still told apart.
+    The first object seen for an id is the one whose copy is returned.
+
+    One instance per call, never shared between calls (so calls stay thread-safe); the
+    async driver registers results on the event loop's thread only.
+    """
+
+    def __init__(self, to_sources: Callable[[Sequence[T]], list[SourceDocument]]) -> None:
+        self._to_sources = to_sources
+        self._originals: dict[str, T] = {}
+        self._fingerprints: dict[str, str] = {}
+
+    def search_with(
+        self, fetch: Callable[[str], Sequence[T]]
+    ) -> Callable[[str, int], list[Passage]]:
+        """The engine's ``search(query, k)``: the first ``k`` documents ``fetch`` returns."""
+
+        def search(query: str, k: int) -> list[Passage]:
+            return self.register(_first(fetch(query), k))
+
+        return search
+
+    def asearch_with(
+        self, afetch: Callable[[str], Awaitable[Sequence[T]]]
+    ) -> Callable[[str, int], Awaitable[list[Passage]]]:
+        """The engine's async ``search(query, k)`` over ``afetch``."""
+
+        async def search(query: str, k: int) -> list[Passage]:
+            return self.register(_first(await afetch(query), k))
+
+        return search
+
+    def register(self, documents: Sequence[T]) -> list[Passage]:
+        """Engine passages for ``documents`` (in order), remembering the originals."""
+        sources = self._to_sources(documents)
+        passages = []
+        for source, original in zip(sources, documents, strict=True):
+            title = source.metadata.get("title")
+            title = title if isinstance(title, str) else ""
+            pid = self._passage_id(source, title)
+            self._originals.setdefault(pid, original)
+            passages.append(
+                Passage(
+                    id=pid,
+                    text=source.text,
+                    title=title,
+                    score=source.score,
+                    metadata=dict(source.metadata),
+                )
+            )
+        return passages
+
+    def _passage_id(self, source: SourceDocument, title: str) -> str:
+        fingerprint = content_id(source.text, title)
+        pid = source.id if isinstance(source.id, str) and source.id else fingerprint
+        while pid in self._fingerprints and self._fingerprints[pid] != fingerprint:
+            pid = f"{pid}#{fingerprint.removeprefix('sha256:')[:12]}"
+        self._fingerprints[pid] = fingerprint
+        return pid
+
+    def items(self, result: ReformulationResult) -> list[ReformedItem[T]]:
+        """The output documents of an engine result, best first."""
+        return [
+            ReformedItem(self._originals[m.passage_id], m.score, m.metadata)
+            for m in reformulation_metadata(result)
+        ]
+
+    def passthrough(self, query: str, documents: Any, k: int) -> list[ReformedItem[T]]:
+        """The retriever's own first ``k`` results, for an empty query (which the engine
+        rejects and a retrieval pipeline should not crash on)."""
+        try:
+            kept = _first(documents, k)
+            passages = self.register(kept)
+        except Exception as err:
+            raise _retrieval_error(query, err) from err
+        return [
+            ReformedItem(
+                original,
+                passage.score,
+                {
+                    EVIREFORM_RANK: rank,
+                    EVIREFORM_SCORE: None,
+                    FOUND_BY_QUERY: query,
+                    FOUND_BY_KIND: "original",
+                    QUERY_RANKS: [{"query": query, "kind": "original", "rank": rank}],
+                    RESIDUAL_QUERIES: [],
+                    EVIREFORM_EVIDENCE: [],
+                },
+            )
+            for rank, (original, passage) in enumerate(zip(kept, passages, strict=True), 1)
+        ]
+
+
+@dataclass(frozen=True)
+class PassageMetadata:
+    """The ``neocorrag_*`` metadata of one ranked passage, framework-free."""
+
+    passage_id: str
+    score: float
+    metadata: dict[str, Any]
+
+
+def reformulation_metadata(result: ReformulationResult) -> list[PassageMetadata]:
+    """Metadata for each passage of ``result.passages`` (best first); every document gets
+    its own lists, so changing one output document never changes another."""
+    out = []
+    for rank, ranked in enumerate(result.passages, start=1):
+        found = result.queries[ranked.found_by]
+        metadata = {
+            EVIREFORM_RANK: rank,
+            EVIREFORM_SCORE: float(ranked.score),
+            FOUND_BY_QUERY: found.text,
+            FOUND_BY_KIND: found.kind,
+            QUERY_RANKS: [
+                {
+                    "query": result.queries[index].text,
+                    "kind": result.queries[index].kind,
+                    "rank": position + 1,
+                }
+                for index, position in ranked.retrieval_ranks
+            ],
+            RESIDUAL_QUERIES: [
+                {"text": q.text, "kind": q.kind, "round": q.round} for q in result.queries[1:]
+            ],
+            EVIREFORM_EVIDENCE: [p.text for p in result.evidence],
+        }
+        out.append(PassageMetadata(ranked.passage.id, float(ranked.score), metadata))
+    return out
+
+
+def _first(documents: Any, k: int) -> list[Any]:
+    if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Sequence):
+        raise TypeError(
+            f"the wrapped retriever returned a {type(documents).__name__}; "
+            "it must return a list of documents"
+        )
+    return list(documents)[:k]
+
+
+class ReformulationSettings(BaseModel):
+    """Configuration shared by both reformulating retrievers, and the engine they drive.
+
+    The engine (an :class:`~neocorrag_core.evireform.EvidenceReformulator`) lives in a
+    private attribute. It is built at construction, which is cheap: models load on first
+    use (and the LM never, when the configuration needs none). Pass ``reformulator=`` to
+    share one engine, or ``models=`` to share the loaded models of a compressor,
+    postprocessor or miner; ``config`` then applies per call on top of the engine's own
+    configuration.
+    """
+
+    k: int = Field(default=5, ge=1, description="Documents returned, best first.")
+    config: dict[str, Any] = Field(
+        default_factory=dict,
+        description="ReformulationConfig fields, e.g. {'residual_k': 5, "
+        "'residual_queries': 'entities'}; a ReformulationConfig is accepted too.",
+    )
+    embedder: str | None = Field(
+        default=None,
+        description="Embedder name or folder; None = bundled MiniLM. An embeddings object "
+        "passed to the constructor goes to the engine instead and is not serialized.",
+    )
+    lm: str | None = Field(
+        default=None,
+        description="LM writing the residual queries and selecting evidence: Hugging Face "
+        "id or folder; None = bundled Qwen2.5-0.5B. A model object passed to the "
+        "constructor goes to the engine and is not serialized.",
+    )
+
+    _reformulator: EvidenceReformulator = PrivateAttr()
+
+    def __init__(
+        self,
+        *,
+        reformulator: EvidenceReformulator | None = None,
+        models: ModelsSource | None = None,
+        embedder: Any = None,
+        lm: Any = None,
+        triple_source: TripleSource | None = None,
+        **data: Any,
+    ) -> None:
+        """Build the settings and the (not yet loaded) engine.
+
+        Args:
+            reformulator: an engine to share; then ``models``, ``embedder``, ``lm`` and
+                ``triple_source`` must be left unset (they belong to that engine).
+            models: share loaded-on-demand models: a
+                :class:`~neocorrag_core.models.LazyModels`, or anything holding them: an
+                ``EvidenceChainMiner``, an ``EvidenceReformulator``, a
+                ``NeocorRAGCompressor`` or ``NeocorRAGPostprocessor``. Then ``embedder``
+                and ``lm`` must be left unset; a miner's (or adapter's) triple source is
+                used too unless ``triple_source`` is given.
+            embedder: anything :func:`neocorrag_core.models.resolve_embedder` accepts.
+            lm: anything :func:`neocorrag_core.models.resolve_lm` accepts.
+            triple_source: where triples come from (metadata ``"triples"`` by default;
+                documents without triples take part through their lead sentence).
+            **data: the pydantic fields above.
+        """
+        names = {k: v for k, v in (("embedder", embedder), ("lm", lm)) if isinstance(v, str)}
+        super().__init__(**names, **data)
+        if reformulator is not None:
+            given = [
+                n
+                for n, v in (
+                    ("models", models),
+                    ("embedder", embedder),
+                    ("lm", lm),
+                    ("triple_source", triple_source),
+                )
+                if v is not None
+            ]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)} belong(s) to the reformulator you passed; set them on "
+                    "that EvidenceReformulator, or pass them here without reformulator="
+                )
+            if not isinstance(reformulator, EvidenceReformulator):
+                raise TypeError(
+                    "reformulator must be an EvidenceReformulator, "
+                    f"got {type(reformulator).__name__}"
+                )
+            reformulator.config.with_overrides(**self.config)  # validate now, not per call
+            self._reformulator = reformulator
+            return
+        shared: LazyModels | None = None
+        if models is not None:
+            given = [n for n, v in (("embedder", embedder), ("lm", lm)) if v is not None]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)} belong(s) to the models you passed; pass them "
+                    "where those models were built, or here without models="
+                )
+            shared, their_triples = _shared_models(models)
+            triple_source = triple_source or their_triples
+        self._reformulator = EvidenceReformulator(
+            ReformulationConfig().with_overrides(**self.config),
+            embedder=embedder,
+            lm=lm,
+            triple_source=triple_source,
+            models=shared,
+        )
+
+    @field_validator("config", mode="before")
+    @classmethod
+    def _known_fields(cls, value: Any) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if isinstance(value, ReformulationConfig):
+            return value.to_dict()
+        if not isinstance(value, Mapping):
+            raise TypeError(
+                f"config must be a ReformulationConfig or a dict, got {type(value).__name__}"
+            )
+        ReformulationConfig().with_overrides(**value)  # unknown names and bad values fail here
+        return dict(value)
+
+    @property
+    def reformulator(self) -> EvidenceReformulator:
+        """The engine this retriever drives (share it with ``reformulator=`` elsewhere)."""
+        return self._reformulator
+
+    @property
+    def models(self) -> LazyModels:
+        """The engine's models (share them with ``models=`` in another reformulator)."""
+        return self._reformulator.models
+
+    def effective_config(self) -> ReformulationConfig:
+        """The engine configuration in force for this retriever's calls."""
+        return self._reformulator.config.with_overrides(**self.config)
+
+    def reformulate(
+        self,
+        query: str,
+        fetch: Callable[[str], Sequence[T]],
+        to_sources: Callable[[Sequence[T]], list[SourceDocument]],
+    ) -> list[ReformedItem[T]]:
+        """Run one call: ``fetch(query)`` asks the wrapped retriever; ``to_sources`` reduces
+        its documents (raising ``TypeError`` on foreign objects)."""
+        call = ReformulationCall(to_sources)
+        if not query.strip():
+            try:
+                documents = fetch(query)
+            except Exception as err:
+                raise _retrieval_error(query, err) from err
+            return call.passthrough(query, documents, self.k)
+        search = call.search_with(fetch)
+        return call.items(self._reformulator.retrieve(query, search, k=self.k, **self.config))
+
+    async def areformulate(
+        self,
+        query: str,
+        afetch: Callable[[str], Awaitable[Sequence[T]]],
+        to_sources: Callable[[Sequence[T]], list[SourceDocument]],
+    ) -> list[ReformedItem[T]]:
+        """Async :meth:`reformulate`: the queries of one round are sent concurrently and the
+        LM steps run in a worker thread."""
+        call = ReformulationCall(to_sources)
+        if not query.strip():
+            try:
+                documents = await afetch(query)
+            except Exception as err:
+                raise _retrieval_error(query, err) from err
+            return call.passthrough(query, documents, self.k)
+        search = call.asearch_with(afetch)
+        result = await self._reformulator.aretrieve(query, search, k=self.k, **self.config)
+        return call.items(result)
+
+
+def _retrieval_error(query: str, err: Exception) -> RetrievalError:
+    return RetrievalError(
+        f"the wrapped search failed for query {query!r}: {type(err).__name__}: {err}"
+    )
+
+
+def _shared_models(source: ModelsSource) -> tuple[LazyModels, TripleSource | None]:
+    if isinstance(source, LazyModels):
+        return source, None
+    if isinstance(source, RefinerSettings):
+        source = source.miner
+    if isinstance(source, EvidenceChainMiner | EvidenceReformulator):
+        return source.models, source.triple_source
+    raise TypeError(
+        "models must be a LazyModels, an EvidenceChainMiner, an EvidenceReformulator, or a "
+        f"NeocorRAGCompressor / NeocorRAGPostprocessor; got {type(source).__name__}"
+    )
+
+
+__all__ = [
+    "EVIREFORM_EVIDENCE",
+    "EVIREFORM_RANK",
+    "EVIREFORM_SCORE",
+    "FOUND_BY_KIND",
+    "FOUND_BY_QUERY",
+    "QUERY_RANKS",
+    "REFORMULATION_KEYS",
+    "RESIDUAL_QUERIES",
+    "ModelsSource",
+    "PassageMetadata",
+    "ReformedItem",
+    "ReformulationCall",
+    "ReformulationSettings",
+    "content_id",
+    "reformulation_metadata",
+]
