@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from neocorrag_core.generation import chat_prompt_ids
+from neocorrag_core.generation import chat_prompt_ids, model_device
 from neocorrag_core.models import LanguageModel, end_of_turn_token_id
 from neocorrag_core.types import Passage
 
@@ -183,14 +183,6 @@ def _distinct(sequences: Sequence[Sequence[int]]) -> list[int]:
     return keep
 
 
-def _device(model: Any) -> Any:
-    """The device the model's inputs must live on."""
-    device = getattr(model, "device", None)
-    if device is not None:
-        return device
-    return next(model.parameters()).device
-
-
 def _forward_params(model: Any) -> frozenset[str]:
     """Keyword names ``model.forward`` takes (empty when it cannot be inspected)."""
     try:
@@ -283,7 +275,7 @@ def _score_sequences(
     import torch
 
     model = lm.model
-    device = _device(model)
+    device = model_device(model)
     prompt = torch.tensor([prompt_ids], dtype=torch.long, device=device)
     cache, first = _prompt_forward(lm, prompt)
     results: list[float] = []
@@ -444,7 +436,7 @@ def _beam_search(
         return_dict_in_generate=True,
     )
     with lm.lock, torch.inference_mode():
-        device = _device(model)
+        device = model_device(model)
         prompt = torch.tensor([prompt_ids], dtype=torch.long, device=device)
         mask = torch.ones_like(prompt)
         output = None

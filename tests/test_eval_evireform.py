@@ -26,7 +26,6 @@ def test_evireform_methods_on_the_corpus_pool(tmp_path, tiny_lm):
         # the rerank control reorders the first pool and retrieves nothing new
         assert set(rerank["context_ids"]) <= set(none["retrieved_ids"])
         assert rerank["info"]["queries"] == full["info"]["queries"]
-        assert rerank["pool_complete"] == rerank["first_pool_complete"]
         # the repeat control asks the question twice, and no LM
         repeat = per_q["evireform-repeat"][qi]
         assert [q[1] for q in repeat["info"]["queries"]] == ["original", "repeat"]
@@ -41,7 +40,6 @@ def test_evireform_methods_on_the_corpus_pool(tmp_path, tiny_lm):
         assert set(combined["context_ids"]) <= set(full["context_ids"])
         assert combined["method_prompt_tokens"] >= full["method_prompt_tokens"]
     agg = results["methods"]
-    assert agg["evireform"]["pool_complete"] >= agg["evireform"]["first_pool_complete"]
     assert agg["evireform"]["method_tokens"] > 0
     assert agg["none"]["pool_complete"] is None
     report = (Path(settings.out) / "report.md").read_text()

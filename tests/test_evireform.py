@@ -431,3 +431,73 @@ def test_bridge_entities_ignore_accents_and_dates():
         ),
     ]
     assert bridge_entities(question, evidence) == ["Apollo 11 Arena"]
+
+
+def test_rank_scores_propagates_over_linked_propositions():
+    # two propositions share an entity, the third is alone; original query only
+    sims = np.array([[3.0], [1.0], [2.0]])
+    neighbors = [[1], [0], []]
+    config = ReformulationConfig(score_temperature=None, propagation_weight=0.5)
+    # mixed = [2/3, 0, 1/3]; received = [0, 2/3, 1/3] -> half/half = [1/3, 1/3, 1/3]
+    assert rank_scores(sims, neighbors, config) == pytest.approx([1 / 3, 1 / 3, 1 / 3])
+
+
+def test_rerank_control_runs_one_round_only(bow_embedder):
+    reformulator = EvidenceReformulator(NO_LM, embedder=bow_embedder)
+    result = reformulator.retrieve(
+        QUESTION, BridgeSearch(), k=5, residual_retrieval=False, rounds=3
+    )
+    assert {q.round for q in result.queries} == {0, 1}
+
+
+def test_search_results_are_cut_to_the_requested_k(bow_embedder):
+    reformulator = EvidenceReformulator(NO_LM, embedder=bow_embedder)
+    greedy = lambda query, k: [FILM, *NOISE]  # noqa: E731 - ignores k
+    result = reformulator.retrieve(QUESTION, greedy, k=2, residual_k=1)
+    assert result.first_pool_size == 2 and len(result.passages) == 2
+
+
+def test_config_rejects_non_integers():
+    with pytest.raises(TypeError, match="rounds must be an int"):
+        ReformulationConfig(rounds=2.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="residual_k must be an int"):
+        ReformulationConfig(residual_k="5")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="first_k"):
+        ReformulationConfig(first_k=0)
+
+
+def _scripted_lm(monkeypatch, tiny_lm, reply: str) -> None:
+    """Make the query-writing call return ``reply`` (the tiny random LM writes noise)."""
+    import neocorrag_core.evireform.reformulator as module
+
+    def fake_generate(lm, ids, max_new_tokens):
+        return lm.tokenizer(reply, add_special_tokens=False)["input_ids"]
+
+    monkeypatch.setattr(module, "greedy_generate", fake_generate)
+
+
+def test_lm_queries_are_used_then_entities_fill_the_free_slots(bow_embedder, tiny_lm, monkeypatch):
+    _scripted_lm(monkeypatch, tiny_lm, "1. Where was Jane Roe born?\n2. Who directed Film X?")
+    result = EvidenceReformulator(
+        ReformulationConfig(selection="embedding", max_lm_tokens=None),
+        embedder=bow_embedder,
+        lm=tiny_lm,
+    ).retrieve(QUESTION, BridgeSearch(), k=5)
+    residual = [(q.text, q.kind) for q in result.queries[1:]]
+    # the second line names no bridge entity (it asks for the first hop again): rejected
+    assert residual[0] == ("Where was Jane Roe born?", "lm")
+    assert all(kind == "entities" for _, kind in residual[1:])
+    assert "Jane Roe" not in [t for t, _ in residual[1:]]  # already named by the LM query
+    assert "birth" in {r.passage.id for r in result.passages}
+    assert result.prompt_tokens > 0
+
+
+def test_sufficient_stops_the_loop(bow_embedder, tiny_lm, monkeypatch):
+    _scripted_lm(monkeypatch, tiny_lm, "SUFFICIENT")
+    search = BridgeSearch()
+    result = EvidenceReformulator(
+        ReformulationConfig(selection="embedding", max_lm_tokens=None),
+        embedder=bow_embedder,
+        lm=tiny_lm,
+    ).retrieve(QUESTION, search, k=5)
+    assert result.sufficient and len(result.queries) == 1 and len(search.calls) == 1

@@ -53,7 +53,7 @@ class EviReformMethod:
         self,
         name: str,
         reformulator: EvidenceReformulator,
-        memo: dict[str, ReformulationResult],
+        memo: dict[Any, ReformulationResult],
         miner: EvidenceChainMiner | None = None,
     ) -> None:
         if name not in EVIREFORM_METHODS:
@@ -63,14 +63,19 @@ class EviReformMethod:
         self.memo = memo
         self.miner = miner
 
-    def _loop(self, question: str, search: SearchFn, k: int) -> tuple[ReformulationResult, bool]:
-        """The default loop's result for ``question`` (run once, then reused)."""
-        found = self.memo.get(question)
+    def _loop(
+        self, question: str, passages: Sequence[Passage], search: SearchFn, k: int
+    ) -> tuple[ReformulationResult, bool]:
+        """The default loop's result for this question (run once, then reused). The shared
+        top-k ids are part of the key: two examples may ask the same question over
+        different per-question pools."""
+        key = (question, k, tuple(p.id for p in passages))
+        found = self.memo.get(key)
         if found is not None:
             return found, True
         self.memo.clear()  # the runner goes question by question
         result = self.reformulator.retrieve(question, search, k)
-        self.memo[question] = result
+        self.memo[key] = result
         return result, False
 
     def refine(
@@ -88,20 +93,26 @@ class EviReformMethod:
         if self.name == "evireform-repeat":
             result = self.reformulator.retrieve(question, search, k, residual_queries="repeat")
             return _output([r.passage for r in result.passages], result, _loop_info(result, False))
-        result, reused = self._loop(question, search, k)
+        result, reused = self._loop(question, passages, search, k)
         info = _loop_info(result, reused)
         if self.name == "evireform":
             return _output([r.passage for r in result.passages], result, info)
         if self.name == "evireform-rerank":
             ranked = self.reformulator.rerank(question, result.queries, result.first_pool, k)
             info["pool_ids"] = info["first_pool_ids"]
+            info["found_by"] = [r.found_by for r in ranked]
             return _output([r.passage for r in ranked], result, info)
         if self.miner is None:
             raise ValueError("evireform-neocorrag needs a miner")
         mined = self.miner.mine(question, [r.passage for r in result.passages], decoding="beam")
         timings = {**{f"evireform.{s}": v for s, v in result.timings.items()}, **mined.timings}
         timings["total"] = result.timings.get("total", 0.0) + mined.timings.get("total", 0.0)
-        info.update(fallback=mined.fallback, num_chains=len(mined.chains))
+        found_by = {r.passage.id: r.found_by for r in result.passages}
+        info.update(
+            fallback=mined.fallback,
+            num_chains=len(mined.chains),
+            found_by=[found_by[p.id] for p in mined.passages],
+        )
         return MethodOutput(
             mined.passages,
             mined.chain_text,
@@ -137,7 +148,7 @@ def build_evireform_methods(
     reformulator = EvidenceReformulator(
         config, models=miner.models, triple_source=miner.triple_source
     )
-    memo: dict[str, ReformulationResult] = {}
+    memo: dict[Any, ReformulationResult] = {}
     return {n: EviReformMethod(n, reformulator, memo, miner) for n in wanted}
 
 

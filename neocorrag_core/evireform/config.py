@@ -27,6 +27,12 @@ class ReformulationConfig:
             like the chain decoder), ``"rank"`` (exact log-likelihood of every candidate),
             or ``"embedding"`` (cosine to the question; no LM).
         max_evidence: propositions selected per round.
+        evidence_margin: only propositions whose cosine to the question is within this
+            margin of the best candidate's are offered (``None``: no floor), so a first
+            pool with one relevant passage does not fill the evidence, and the bridge
+            entities drawn from it, with noise. Measured on the 100 MuSiQue questions
+            (corpus pool, bridge-entity queries): margin none / 0.1 / 0.05 gave Recall@5
+            0.610 / 0.607 / 0.603, Chain@5 0.33 each, 2.77 / 2.46 / 2.04 queries.
         max_selection_candidates: propositions offered to the LM, best cosine first.
         selection_passages / max_passage_chars: passages shown in the selection prompt.
 
@@ -67,6 +73,7 @@ class ReformulationConfig:
     rounds: int = 1
     selection: SelectionMode = "beam"
     max_evidence: int = 3
+    evidence_margin: float | None = 0.1
     max_selection_candidates: int = 40
     selection_passages: int = 5
     max_passage_chars: int = 400
@@ -95,14 +102,17 @@ class ReformulationConfig:
                 )
         at_least_one = ("residual_k", "rounds", "max_evidence", "max_selection_candidates")
         at_least_one += ("max_residual_queries", "max_query_tokens", "max_query_words")
-        for name in at_least_one:
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.first_k is not None and self.first_k < 1:
-            raise ValueError(f"first_k must be >= 1 or None, got {self.first_k}")
-        for name in ("selection_passages", "max_passage_chars"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in (*at_least_one, "first_k", "selection_passages", "max_passage_chars"):
+            value = getattr(self, name)
+            if name == "first_k" and value is None:
+                continue
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+            low = 1 if name in (*at_least_one, "first_k") else 0
+            if value < low:
+                raise ValueError(f"{name} must be >= {low}, got {value}")
+        if self.evidence_margin is not None and self.evidence_margin < 0:
+            raise ValueError(f"evidence_margin must be >= 0 or None, got {self.evidence_margin}")
         for name in ("original_weight", "propagation_weight"):
             if not 0.0 <= float(getattr(self, name)) <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1], got {getattr(self, name)}")

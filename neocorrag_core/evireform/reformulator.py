@@ -153,7 +153,7 @@ class EvidenceReformulator:
         searching = 0.0
         while not isinstance(step, ReformulationResult):
             before = time.perf_counter()
-            results = list(await asyncio.gather(*(_acall(search, q, n) for q, n in step)))
+            results = await _gather_all_or_cancel([_acall(search, q, n) for q, n in step])
             searching += time.perf_counter() - before
             step = await asyncio.to_thread(_advance, loop, results)
         return _finish(step, searching, started)
@@ -186,7 +186,7 @@ class EvidenceReformulator:
             state.queries += [ReformulationQuery(t, kind, round_number) for t, kind in written]
             texts = [t for t, _ in written]
             if not config.residual_retrieval:
-                continue  # the rerank control: the queries only re-score the first pool
+                break  # the rerank control: the queries only re-score the first pool
             results = yield [(t, config.residual_k) for t in texts]
             fresh = []
             for offset, passages in enumerate(results):
@@ -273,17 +273,20 @@ class EvidenceReformulator:
         embedder = self.models.embedder
         vecs = embedder.embed([state.question, *(p.text for p in candidates)])
         order = top_by_similarity(vecs[0], vecs[1:], config.max_selection_candidates)
+        if config.evidence_margin is not None:
+            sims = vecs[1:] @ vecs[0]
+            floor = float(sims[order[0]]) - config.evidence_margin
+            order = [i for i in order if sims[i] >= floor]
         if config.selection == "embedding":
             return [candidates[i] for i in order[: config.max_evidence]]
         offered = [candidates[i] for i in order]
+        # Show the LM the passages its candidates come from, best candidate first.
+        by_id = {p.id: p for p in passages}
+        shown_ids = dict.fromkeys(pid for c in offered for pid in c.passage_ids if pid in by_id)
+        shown = [by_id[pid] for pid in shown_ids][: config.selection_passages]
         lm = self.models.lm
         with lm.lock:
-            prompt = build_selection_prompt(
-                lm,
-                state.question,
-                passages[: config.selection_passages],
-                config.max_passage_chars,
-            )
+            prompt = build_selection_prompt(lm, state.question, shown, config.max_passage_chars)
             bound = selection_cost_bound(lm, prompt, offered, config.selection, config.max_evidence)
             if not self._affordable(state, bound, config, "selection"):
                 return offered[: config.max_evidence]
@@ -451,7 +454,7 @@ def _call(search: SearchFn, query: str, k: int) -> list[Passage]:
         results = search(query, k)
     except Exception as err:
         raise _search_error(query, err) from err
-    return _check_results(query, results)
+    return _check_results(query, results)[:k]
 
 
 async def _acall(search: AsyncSearchFn, query: str, k: int) -> list[Passage]:
@@ -459,7 +462,20 @@ async def _acall(search: AsyncSearchFn, query: str, k: int) -> list[Passage]:
         results = await search(query, k)
     except Exception as err:
         raise _search_error(query, err) from err
-    return _check_results(query, results)
+    return _check_results(query, results)[:k]
+
+
+async def _gather_all_or_cancel(calls: list[Awaitable[list[Passage]]]) -> list[list[Passage]]:
+    """Run one round's searches concurrently; on the first failure cancel the others
+    (no search keeps running, or warns later, after the error is raised)."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 __all__ = [
