@@ -17,6 +17,7 @@ from neocorrag_core.evireform import (
 from neocorrag_core.evireform.propositions import build_propositions
 from neocorrag_core.evireform.reformulator import rank_scores
 from neocorrag_core.evireform.residual import (
+    EXAMPLE_QUERIES,
     bridge_entities,
     bridge_entity_queries,
     parse_residual_queries,
@@ -135,18 +136,18 @@ def test_parse_residual_queries_strips_bullets_and_rejects_bad_lines():
     question = "Where was the director of Film X born?"
     evidence = ["Film X directed by Jane Roe"]
     reply = (
-        "1. Query: Jane Roe birthplace\n"
+        "1. Query: Jane Roe hometown\n"
         "- Where was the director of Film X born?\n"  # the question itself
         "* Film X was directed by Jane Roe\n"  # restates the evidence
         + "- "
         + " ".join(["word"] * 30)
         + "\n"  # too long
-        "2) Jane Roe birthplace\n"  # duplicate
+        "2) Jane Roe hometown\n"  # duplicate
         "(3) 'Oslo population'\n"
         "Jane Roe early life\n"
     )
     parsed = parse_residual_queries(reply, question, evidence, max_queries=2)
-    assert parsed.queries == ["Jane Roe birthplace", "Oslo population"]
+    assert parsed.queries == ["Jane Roe hometown", "Oslo population"]
     assert not parsed.sufficient
     assert parsed.rejected == 4
 
@@ -167,12 +168,17 @@ def test_residual_queries_must_name_a_bridge_entity_when_there_is_one():
     assert free.queries[0] == "Who was the composer of Aschenbrodel?"
 
 
+def test_queries_copied_from_the_prompt_example_are_rejected():
+    reply = "\n".join(EXAMPLE_QUERIES) + "\nOslo Film School alumni"
+    assert parse_residual_queries(reply, "q?").queries == ["Oslo Film School alumni"]
+
+
 def test_parse_residual_queries_sufficient_and_asked():
     assert parse_residual_queries("SUFFICIENT.", "q?").sufficient
     assert parse_residual_queries("  Sufficient - the answer is Oslo", "q?").queries == []
-    later = parse_residual_queries("Jane Roe birthplace\nSUFFICIENT", "q?")
-    assert later.queries == ["Jane Roe birthplace"] and not later.sufficient
-    again = parse_residual_queries("jane roe BIRTHPLACE", "q?", asked=["Jane Roe birthplace"])
+    later = parse_residual_queries("Jane Roe hometown\nSUFFICIENT", "q?")
+    assert later.queries == ["Jane Roe hometown"] and not later.sufficient
+    again = parse_residual_queries("jane roe HOMETOWN", "q?", asked=["Jane Roe hometown"])
     assert again.queries == []
 
 
@@ -190,7 +196,7 @@ def test_bridge_entities_skip_question_names_and_numbers():
     assert bridge_entities(question, evidence) == ["Jane Roe", "Oslo Film School"]
     assert bridge_entity_queries(question, evidence, max_queries=1) == ["Jane Roe"]
     # an entity an earlier query already names is not asked again
-    assert bridge_entity_queries(question, evidence, asked=["Jane Roe birthplace"]) == [
+    assert bridge_entity_queries(question, evidence, asked=["Jane Roe hometown"]) == [
         "Oslo Film School"
     ]
 

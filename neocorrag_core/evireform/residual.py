@@ -18,10 +18,17 @@ from neocorrag_core.graph import normalize_entity
 from .types import Proposition
 
 RESIDUAL_INSTRUCTION = (
-    "Some evidence for the question below has been found. Write up to {n} short search "
-    "queries for the information that is still missing, one per line. Name the new people, "
-    "places or works the evidence mentions, and do not ask again for what the evidence "
-    "already states. If the evidence already answers the question, reply SUFFICIENT."
+    "Some evidence for a question has been found. Write up to {n} short search queries, one "
+    "per line, for the information that is still missing. Each query must name an entity "
+    "from the evidence that the question does not name. Do not repeat the question. If the "
+    "evidence already answers the question, reply SUFFICIENT."
+)
+# One worked example: the 0.5B LM otherwise tends to copy the question as its "query".
+EXAMPLE_QUERIES = ("Jane Roe birthplace", "Jane Roe early life")
+RESIDUAL_EXAMPLE = (
+    "Question: Where was the director of Film X born?\n"
+    "Evidence:\n- Film X directed by Jane Roe\n"
+    "Queries:\n" + "\n".join(EXAMPLE_QUERIES)
 )
 
 _BULLET = re.compile(r"^\s*(?:[-*•]+|\d+\s*[.):]|\(\d+\))\s*")
@@ -40,15 +47,11 @@ class ParsedQueries:
 
 
 def residual_prompt_text(question: str, evidence: Sequence[str], max_queries: int = 3) -> str:
-    """The instruction, the question and the evidence found so far."""
-    lines = [
-        RESIDUAL_INSTRUCTION.format(n=max_queries),
-        "",
-        f"Question: {' '.join(question.split())}",
-    ]
-    lines += ["", "Evidence:"]
+    """The instruction, one worked example, the question and the evidence found so far."""
+    lines = [RESIDUAL_INSTRUCTION.format(n=max_queries), "", "Example:", RESIDUAL_EXAMPLE, ""]
+    lines += [f"Question: {' '.join(question.split())}", "Evidence:"]
     lines += [f"- {' '.join(text.split())}" for text in evidence] or ["- (none)"]
-    lines += ["", "Queries:"]
+    lines += ["Queries:"]
     return "\n".join(lines)
 
 
@@ -117,6 +120,7 @@ def parse_residual_queries(
     that starts with SUFFICIENT (before any valid query) means no residual search.
     """
     banned = {_key(question), *(_key(e) for e in evidence), *(_key(a) for a in asked)}
+    banned.update(_key(line) for line in EXAMPLE_QUERIES)  # copied from the prompt's example
     facts = [set(_key(e).split()) for e in (question, *evidence)]
     bridge_words = [_key(b).split() for b in bridges]
     bridge_words = [words for words in bridge_words if words]
@@ -154,6 +158,21 @@ def _restates(key: str, facts: Sequence[set[str]], overlap: float = 0.75) -> boo
     return any(len(words & fact) >= overlap * len(words | fact) for fact in facts if fact)
 
 
+def _looks_like_a_name(surface: str) -> bool:
+    """Names start with a capital (``Jane Roe``, ``iPhone`` as one word); descriptions
+    (``one of the largest grocery chains``) and quantities (``1,231 retail locations``)
+    make poor searches."""
+    words = surface.split()
+    if not words:
+        return False
+    first = words[0]
+    if first[0].isdigit() and len(words) > 1:
+        return False
+    if len(words) == 1:
+        return any(ch.isupper() for ch in first)
+    return not first.islower()
+
+
 def _names_any(key: str, entities: Sequence[list[str]]) -> bool:
     """Whether the query names one of the entities (at least 2/3 of its words)."""
     words = set(key.split())
@@ -178,6 +197,8 @@ def bridge_entities(question: str, evidence: Sequence[Proposition]) -> list[str]
             seen.add(norm)
             if f" {key} " in question_key or set(key.split()) <= question_words:
                 continue
+            if not _looks_like_a_name(surface):
+                continue
             found.append(" ".join(surface.split()))
     return found
 
@@ -199,6 +220,7 @@ def bridge_entity_queries(
 
 
 __all__ = [
+    "RESIDUAL_EXAMPLE",
     "RESIDUAL_INSTRUCTION",
     "ParsedQueries",
     "bridge_entities",
