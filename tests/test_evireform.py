@@ -178,6 +178,8 @@ def test_parse_residual_queries_sufficient_and_asked():
     assert parse_residual_queries("  Sufficient - the answer is Oslo", "q?").queries == []
     later = parse_residual_queries("Jane Roe hometown\nSUFFICIENT", "q?")
     assert later.queries == ["Jane Roe hometown"] and not later.sufficient
+    first = parse_residual_queries("SUFFICIENT\nSteve Jobs hometown", "q?")
+    assert first.queries == ["Steve Jobs hometown"] and not first.sufficient
     again = parse_residual_queries("jane roe HOMETOWN", "q?", asked=["Jane Roe hometown"])
     assert again.queries == []
 

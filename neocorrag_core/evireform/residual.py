@@ -117,7 +117,8 @@ def parse_residual_queries(
     (entities the question does not name), when it names none of them: a residual query
     searches from what the evidence revealed, and the small LM otherwise tends to ask
     for the first hop again. A reply
-    that starts with SUFFICIENT (before any valid query) means no residual search.
+    that says SUFFICIENT and holds no valid query means no residual search; the small LM
+    often writes SUFFICIENT and then queries anyway, and then the queries count.
     """
     banned = {_key(question), *(_key(e) for e in evidence), *(_key(a) for a in asked)}
     banned.update(_key(line) for line in EXAMPLE_QUERIES)  # copied from the prompt's example
@@ -126,14 +127,14 @@ def parse_residual_queries(
     bridge_words = [words for words in bridge_words if words]
     queries: list[str] = []
     rejected = 0
+    said_sufficient = False
     for raw in reply.splitlines():
         line = _LABEL.sub("", _BULLET.sub("", raw)).strip().strip("\"'`*").strip()
         if not line:
             continue
         if _SUFFICIENT.match(line):
-            if not queries:
-                return ParsedQueries([], sufficient=True, rejected=rejected)
-            break
+            said_sufficient = True
+            continue
         key = _key(line)
         if (
             not key
@@ -148,7 +149,7 @@ def parse_residual_queries(
         queries.append(line)
         if len(queries) == max_queries:
             break
-    return ParsedQueries(queries, rejected=rejected)
+    return ParsedQueries(queries, sufficient=said_sufficient and not queries, rejected=rejected)
 
 
 def _restates(key: str, facts: Sequence[set[str]], overlap: float = 0.75) -> bool:
