@@ -68,3 +68,13 @@ def test_replaying_evireform_contexts_finds_passages_outside_the_top_k(tmp_path,
     ):
         assert after["context_ids"] == before["context_ids"]
         assert after["method_prompt_tokens"] == before["method_prompt_tokens"]
+
+
+def test_the_corpus_pool_does_not_depend_on_limit(tmp_path, tiny_lm):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one = settings_for(tmp_path / "a", methods=("none",), pool="corpus", limit=1, plots=False)
+    all_three = settings_for(tmp_path / "b", methods=("none",), pool="corpus", plots=False)
+    first = run(one, tiny_lm)["per_question"]["none"][0]
+    again = run(all_three, tiny_lm)["per_question"]["none"][0]
+    assert first["retrieved_ids"] == again["retrieved_ids"]

@@ -281,7 +281,13 @@ def build_components(
         reader_lm = miner.lm if same else resolve_lm(settings.reader)
     corpus = None
     if settings.pool == "corpus":
-        corpus = load_corpus(settings.corpus) if settings.corpus else pooled_corpus(examples)
+        # The pool is every usable question of the file, whatever --limit says, so a run
+        # resumed with a larger --limit (or replayed with a smaller one) searches the same pool.
+        corpus = (
+            load_corpus(settings.corpus)
+            if settings.corpus
+            else pooled_corpus(load_qa(settings.data)[0])
+        )
     retriever = Retriever(
         settings.retriever,  # type: ignore[arg-type]
         embedder=embedder,
