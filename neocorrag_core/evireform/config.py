@@ -123,7 +123,7 @@ class ReformulationConfig:
 
     @property
     def uses_lm(self) -> bool:
-        """Whether any step may call the LM (the model is never loaded otherwise)."""
+        """Whether any step may write with the LM (selection or residual queries)."""
         if self.residual_queries == "repeat":
             return False
         return self.selection != "embedding" or self.residual_queries == "lm"
