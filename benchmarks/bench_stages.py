@@ -36,16 +36,17 @@ def _pct(values: list[float], q: float) -> float:
 
 def build_cases(embedder, questions: list[dict], corpus: list[dict], sizes: list[int]):
     """(question, {size: ranked passages}) for every question, retrieval done once."""
+    from neocorrag_core.rendering import render_passages
     from neocorrag_core.types import Passage
 
     corpus_passages = [Passage(f"c{i}", d["text"], d["title"]) for i, d in enumerate(corpus)]
-    corpus_vecs = embedder.embed([f"{p.title}: {p.text}" for p in corpus_passages])
+    corpus_vecs = embedder.embed(render_passages(corpus_passages))
     cases = []
     for q in questions:
         own = [Passage(str(p["idx"]), p["paragraph_text"], p["title"]) for p in q["paragraphs"]]
         own_texts = {p.text for p in own}
         qv = embedder.embed([q["question"]])[0]
-        own_vecs = embedder.embed([f"{p.title}: {p.text}" for p in own])
+        own_vecs = embedder.embed(render_passages(own))
         ranked = [own[i] for i in np.argsort(-(own_vecs @ qv), kind="stable")]
         by_size = {}
         for size in sizes:
@@ -59,7 +60,7 @@ def build_cases(embedder, questions: list[dict], corpus: list[dict], sizes: list
                 if len(ranked) + len(extra) >= size:
                     break
             pool = ranked + extra
-            pool_vecs = embedder.embed([f"{p.title}: {p.text}" for p in pool])
+            pool_vecs = embedder.embed(render_passages(pool))
             by_size[size] = [pool[i] for i in np.argsort(-(pool_vecs @ qv), kind="stable")]
         cases.append((q["question"], by_size))
     return cases

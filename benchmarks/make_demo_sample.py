@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from neocorrag_core.models import resolve_embedder
+from neocorrag_core.rendering import render_passages
 from neocorrag_core.triples import OpenIETripleSource
 from neocorrag_core.types import Passage
 
@@ -42,7 +43,7 @@ def main() -> None:
             for p in paragraphs
         ]
         query_vec = embedder.embed([q["question"]])[0]
-        doc_vecs = embedder.embed([f"{p.title}: {p.text}" for p in passages])
+        doc_vecs = embedder.embed(render_passages(passages))
         top5 = set(np.argsort(-(doc_vecs @ query_vec), kind="stable")[:5].tolist())
         gold = {i for i, p in enumerate(paragraphs) if p["is_supporting"]}
         if not gold <= top5:

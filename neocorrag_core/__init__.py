@@ -1,7 +1,10 @@
 """neocorrag core: mine evidence chains from retrieved passages and refine the context.
 
-Framework-free: imports neither LangChain nor LlamaIndex. Heavy models load lazily.
+Framework-free: imports neither LangChain nor LlamaIndex (a test walks every import to
+enforce it). Heavy models load lazily.
 """
+
+from importlib import metadata as _metadata
 
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.evireform import (
@@ -27,7 +30,10 @@ from neocorrag_core.types import (
     Triple,
 )
 
-__version__ = "0.1.0"
+try:  # the version is defined once, in pyproject.toml
+    __version__ = _metadata.version("neocorrag")
+except _metadata.PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "ChainedTripleSource",

@@ -1,4 +1,14 @@
-"""Command line: ``neocorrag demo`` (more commands arrive with the eval and index work)."""
+"""The ``neocorrag`` command line.
+
+* ``neocorrag demo``: mine evidence chains on five bundled MuSiQue questions and show what
+  is kept, dropped and why;
+* ``neocorrag eval``: the benchmark harness (:mod:`neocorrag_core.eval`);
+* ``neocorrag index``: extract the triples of a corpus into a triple store, resumably;
+* ``neocorrag --version``.
+
+Errors the user can fix (bad input, a missing extra, a missing file) print one line and
+exit with status 2.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +23,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from neocorrag_core import __version__
 from neocorrag_core.config import MinerConfig
+from neocorrag_core.formats import read_json_or_lines
 from neocorrag_core.miner import EvidenceChainMiner
+from neocorrag_core.rendering import render_passages
 from neocorrag_core.types import MiningResult, Passage
 
 RULE = "=" * 78
@@ -23,14 +36,10 @@ RULE = "=" * 78
 def load_demo_questions(path: str | Path | None = None) -> list[dict[str, Any]]:
     """The bundled MuSiQue sample, or a file in the same format (see data/README.md)."""
     if path is None:
-        text = (
-            resources.files("neocorrag_core")
-            .joinpath("data/demo_questions.json")
-            .read_text(encoding="utf-8")
-        )
+        bundled = resources.files("neocorrag_core").joinpath("data/demo_questions.json")
+        data = json.loads(bundled.read_text(encoding="utf-8"))
     else:
-        text = Path(path).read_text(encoding="utf-8")
-    data = json.loads(text)
+        data = read_json_or_lines(path, what="demo data file")
     questions = data["questions"] if isinstance(data, dict) else data
     if not isinstance(questions, list) or not questions:
         raise ValueError("demo data must hold a non-empty list of questions")
@@ -40,7 +49,7 @@ def load_demo_questions(path: str | Path | None = None) -> list[dict[str, Any]]:
 def dense_top_k(embedder: Any, question: str, passages: Sequence[Passage], k: int) -> list[Passage]:
     """Plain dense retrieval (cosine of ``title: text``), standing in for the user's retriever."""
     query_vec = embedder.embed([question])[0]
-    doc_vecs = embedder.embed([f"{p.title}: {p.text}" if p.title else p.text for p in passages])
+    doc_vecs = embedder.embed(render_passages(passages))
     order = sorted(range(len(passages)), key=lambda i: -float(doc_vecs[i] @ query_vec))
     return [passages[i] for i in order[:k]]
 
@@ -197,7 +206,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def add_eval_parser(sub: Any) -> None:
     """The ``neocorrag eval`` subcommand."""
-    from neocorrag_core.eval.methods import METHODS
+    from neocorrag_core.eval.registry import available_methods
     from neocorrag_core.eval.runner import DEFAULT_METHODS
 
     ev = sub.add_parser(
@@ -206,7 +215,7 @@ def add_eval_parser(sub: Any) -> None:
         description="Retrieve the top-k passages per question, refine them with each method, "
         "answer with the same reader, and write results.json, report.md and plots to --out. "
         "Finished (method, question) pairs are cached there, so a rerun resumes. "
-        f"Methods: {', '.join(METHODS)}.",
+        f"Methods: {', '.join(available_methods())}.",
     )
     ev.add_argument("--data", required=True, help="QA file (HotpotQA, 2Wiki, MuSiQue; detected)")
     ev.add_argument("--out", required=True, help="output folder (cache, results, report, plots)")
@@ -355,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="neocorrag",
         description="Evidence-chain refinement of retrieved context (NeocorRAG).",
     )
+    parser.add_argument("--version", action="version", version=f"neocorrag {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser(
         "demo",

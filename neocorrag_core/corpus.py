@@ -1,33 +1,26 @@
 """Load a corpus file into ``Passage`` objects, whatever multi-hop QA format it is in.
 
-Detected formats (see ``../shared/data/README.md`` for the fields):
-
-* ``passages``: a JSON list of ``{"title", "text"}`` (HippoRAG corpus files, and our own);
-* ``title_sentences``: a JSON dict ``title -> [sentences]`` (HippoRAG's HotpotQA corpus);
-* ``musique``: questions with ``paragraphs[{title, paragraph_text}]``;
-* ``hotpotqa``: questions with ``context [[title, [sentences]]]`` (2Wiki uses the same,
-  as JSON lines), or the columnar ``context {"title": [...], "sentences": [[...]]}``;
-* ``openie``: a HippoRAG OpenIE results file (``{"docs": [{title, text, ...}]}``).
-
-Any of them may be JSON or JSON lines. Identical passages (same title and text, as
+Every format :mod:`neocorrag_core.formats` recognises is read (passage lists, title ->
+sentences dicts, HippoRAG OpenIE files, and the passages of MuSiQue, HotpotQA and 2Wiki
+questions), as JSON or JSON lines. Identical passages (same title and text, as
 whitespace-normalized) are kept once, in first-seen order.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neocorrag_core.formats import DataFormatError, read_json_or_lines
+from neocorrag_core.formats import detect_format as detect_data_format
 from neocorrag_core.triples.extractor import passage_document
 from neocorrag_core.types import Passage
 
-
-class CorpusFormatError(ValueError):
-    """The file is not JSON, or not one of the corpus formats neocorrag reads."""
+CorpusFormatError = DataFormatError
+"""The file is not JSON, or not one of the formats neocorrag reads (kept name)."""
 
 
 @dataclass
@@ -41,15 +34,8 @@ class Corpus:
 
 def load_corpus(path: str | Path, *, limit: int | None = None) -> Corpus:
     """Read ``path``, detect its format and return its unique passages (at most ``limit``)."""
-    path = Path(path).expanduser()
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"corpus file not found: {path}") from None
-    except UnicodeDecodeError:
-        raise CorpusFormatError(f"{path} is not UTF-8 text") from None
-    data = _parse_json_or_lines(raw, path)
-    fmt, records = detect_format(data, origin=str(path))
+    data = read_json_or_lines(path, what="corpus file")
+    fmt, records = detect_format(data, origin=str(Path(path).expanduser()))
     return _dedupe(records, fmt, limit)
 
 
@@ -59,57 +45,18 @@ def passages_from_data(data: Any, *, limit: int | None = None, origin: str = "da
     return _dedupe(records, fmt, limit)
 
 
-def _parse_json_or_lines(raw: str, path: Path) -> Any:
-    if not raw.strip():
-        raise CorpusFormatError(f"{path} is empty")
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as whole_error:
-        rows = []
-        for number, line in enumerate(raw.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                raise CorpusFormatError(
-                    f"{path} is neither JSON ({whole_error}) nor JSON lines (line {number} "
-                    "does not parse)"
-                ) from None
-        return rows
-
-
 def detect_format(data: Any, *, origin: str = "data") -> tuple[str, Iterator[tuple[str, str]]]:
     """(format name, iterator of (title, text)) for parsed corpus data."""
-    if isinstance(data, dict):
-        if isinstance(data.get("docs"), list):
-            return "openie", _from_passages(data["docs"], origin)
-        for key in ("passages", "corpus", "data", "questions"):
-            if isinstance(data.get(key), list):
-                return detect_format(data[key], origin=origin)
-        if data and all(isinstance(v, list) for v in data.values()):
-            return "title_sentences", _from_title_sentences(data)
-        raise CorpusFormatError(_unknown(origin, f"a JSON object with keys {sorted(data)[:6]}"))
-    if not isinstance(data, list):
-        raise CorpusFormatError(_unknown(origin, f"a JSON {type(data).__name__}"))
-    first = next((row for row in data if isinstance(row, dict)), None)
-    if first is None:
-        raise CorpusFormatError(_unknown(origin, "a list without JSON objects"))
-    if "paragraphs" in first:
-        return "musique", _from_musique(data, origin)
-    if "context" in first or "question" in first:
-        return "hotpotqa", _from_hotpotqa(data, origin)
-    if "text" in first or "paragraph_text" in first or "contents" in first:
-        return "passages", _from_passages(data, origin)
-    raise CorpusFormatError(_unknown(origin, f"a list of objects with keys {sorted(first)[:6]}"))
-
-
-def _unknown(origin: str, what: str) -> str:
-    return (
-        f"{origin}: cannot tell the corpus format of {what}. Expected a list of "
-        '{"title", "text"}, a dict title -> [sentences], MuSiQue questions with "paragraphs", '
-        'HotpotQA/2Wiki questions with "context", or a HippoRAG OpenIE file with "docs".'
-    )
+    fmt, content = detect_data_format(data, origin=origin)
+    if fmt == "openie":
+        return fmt, _from_passages(content, origin)
+    if fmt == "title_sentences":
+        return fmt, _from_title_sentences(content)
+    if fmt == "musique":
+        return fmt, _from_musique(content, origin)
+    if fmt == "passages":
+        return fmt, _from_passages(content, origin)
+    return fmt, _from_hotpotqa(content, origin)  # hotpotqa, hotpotqa-columnar, 2wiki
 
 
 def _text(value: Any) -> str:

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from neocorrag_core.generation import chat_prompt_ids, model_device
+from neocorrag_core.generation import chat_prompt_ids, model_device, neutral_settings
 from neocorrag_core.models import LanguageModel, end_of_turn_token_id
 from neocorrag_core.types import Passage
 
@@ -331,29 +331,6 @@ def _continuation_logits_uncached(model: Any, prompt: Any, inputs: Any) -> Any:
 # ----------------------------------------------------------------------------- beam
 
 
-# Processors that would change beam scores away from plain model log-probs; the model's own
-# generation_config (e.g. Qwen's repetition_penalty) must not leak into them.
-_NEUTRAL_GENERATION = {
-    "do_sample": False,
-    "early_stopping": "never",
-    "length_penalty": 1.0,
-    "repetition_penalty": 1.0,
-    "no_repeat_ngram_size": 0,
-    "min_length": 0,
-    "min_new_tokens": None,
-    "bad_words_ids": None,
-    "suppress_tokens": None,
-    "begin_suppress_tokens": None,
-    "forced_bos_token_id": None,
-    "forced_eos_token_id": None,
-    "sequence_bias": None,
-    "renormalize_logits": False,
-    "temperature": None,
-    "top_k": None,
-    "top_p": None,
-}
-
-
 def beam_decode(
     lm: LanguageModel,
     prompt_ids: Sequence[int],
@@ -424,7 +401,7 @@ def _beam_search(
     model = lm.model
     tokenizer = lm.tokenizer
     pad_id = getattr(tokenizer, "pad_token_id", None)
-    kwargs: dict[str, Any] = dict(_NEUTRAL_GENERATION)
+    kwargs: dict[str, Any] = neutral_settings(beams=True)
     kwargs.update(
         num_beams=beams,
         num_return_sequences=beams,

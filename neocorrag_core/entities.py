@@ -5,11 +5,11 @@ from __future__ import annotations
 import importlib.util
 import logging
 import re
-import threading
 from collections.abc import Iterable
 from typing import Any
 
 from neocorrag_core.graph import normalize_entity
+from neocorrag_core.once import LoadOnce
 
 logger = logging.getLogger(__name__)
 
@@ -104,18 +104,11 @@ class QueryEntityExtractor:
         if mode not in ("auto", "ngram", "spacy"):
             raise ValueError(f"mode must be 'auto', 'ngram' or 'spacy', got {mode!r}")
         self.mode = mode
-        self._nlp: Any = None
-        self._spacy_checked = False
-        self._lock = threading.Lock()
+        # A 1-tuple: "no spaCy installed" (None) is a result to remember too.
+        self._nlp: LoadOnce[tuple[Any]] = LoadOnce()
 
     def _load_spacy(self) -> Any:
-        if self._spacy_checked:
-            return self._nlp
-        with self._lock:  # several threads may ask first; load once, and only then say checked
-            if not self._spacy_checked:
-                self._nlp = self._find_spacy()
-                self._spacy_checked = True
-        return self._nlp
+        return self._nlp.get(lambda: (self._find_spacy(),))[0]
 
     def _find_spacy(self) -> Any:
         if importlib.util.find_spec("spacy") is None:

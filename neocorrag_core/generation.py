@@ -1,4 +1,9 @@
-"""Plain LM text generation shared by the reader and the query reformulator."""
+"""LM calls shared by every stage: chat prompts, the input device, neutral generation settings.
+
+Every ``generate`` call in the package takes its settings from :func:`neutral_settings`, so
+a model's own ``generation_config`` (e.g. Qwen's ``repetition_penalty=1.1``, sampling
+temperatures) never changes a score or makes a call nondeterministic.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,47 @@ def chat_prompt_ids(lm: LanguageModel, text: str, plain_suffix: str = "") -> lis
         )
         return list(tokenizer(rendered, add_special_tokens=False)["input_ids"])
     return list(tokenizer(text + plain_suffix)["input_ids"])
+
+
+# Processors that would move scores away from the model's plain log-probs, all switched off.
+_NEUTRAL_SAMPLING: dict[str, Any] = {
+    "do_sample": False,
+    "repetition_penalty": 1.0,
+    "no_repeat_ngram_size": 0,
+    "min_length": 0,
+    "min_new_tokens": None,
+    "bad_words_ids": None,
+    "suppress_tokens": None,
+    "begin_suppress_tokens": None,
+    "forced_bos_token_id": None,
+    "forced_eos_token_id": None,
+    "sequence_bias": None,
+    "renormalize_logits": False,
+    "temperature": None,
+    "top_k": None,
+    "top_p": None,
+}
+# Beam search only: every beam runs to its end and is scored by its plain mean log-prob.
+_NEUTRAL_BEAMS: dict[str, Any] = {"early_stopping": "never", "length_penalty": 1.0}
+
+
+def neutral_settings(*, beams: bool = False) -> dict[str, Any]:
+    """``generate`` keyword arguments that neutralize the model's own generation config.
+
+    ``beams=True`` adds the beam-search settings (no early stop, no length penalty).
+    A fresh dict each call, so callers may add their own keys.
+    """
+    settings = dict(_NEUTRAL_SAMPLING)
+    if beams:
+        settings.update(_NEUTRAL_BEAMS)
+    return settings
+
+
+def input_ids_tensor(lm: LanguageModel, rows: Sequence[Sequence[int]]) -> Any:
+    """Token id rows as a ``long`` tensor on the device the model's inputs must live on."""
+    import torch
+
+    return torch.tensor([list(r) for r in rows], dtype=torch.long, device=model_device(lm.model))
 
 
 def model_device(model: Any) -> Any:
@@ -39,22 +85,25 @@ def greedy_generate(lm: LanguageModel, ids: Sequence[int], max_new_tokens: int) 
         if isinstance(model_eos, int):
             eos.add(model_eos)
         pad_id = lm.tokenizer.pad_token_id
-        inputs = torch.tensor([list(ids)], device=model_device(lm.model))
+        inputs = input_ids_tensor(lm, [ids])
         output = lm.model.generate(
             inputs,
             attention_mask=torch.ones_like(inputs),
             max_new_tokens=max_new_tokens,
-            do_sample=False,
             num_beams=1,
-            temperature=None,
-            top_p=None,
-            top_k=None,
-            repetition_penalty=1.0,
             eos_token_id=sorted(eos),
             pad_token_id=end_id if pad_id is None else pad_id,
+            **neutral_settings(),
         )
     # The end token stays in the list: it was generated, so it counts as a generated token.
-    return output[0, len(ids) :].tolist()
+    new_ids: list[int] = output[0, len(ids) :].tolist()
+    return new_ids
 
 
-__all__ = ["chat_prompt_ids", "greedy_generate", "model_device"]
+__all__ = [
+    "chat_prompt_ids",
+    "greedy_generate",
+    "input_ids_tensor",
+    "model_device",
+    "neutral_settings",
+]

@@ -137,7 +137,7 @@ class EvidenceChainMiner:
             candidates = _unique_by_text([to_chain(graph, p) for p in paths])
         if stats.truncated:
             logger.info("chain search hit its work cap: %s", "; ".join(stats.notes))
-        found = {
+        found: dict[str, Any] = {
             "query_entities": entities,
             "seed_nodes": [graph.surface[n] for n in seeds.nodes],
             "seed_fallback": seeds.fallback,

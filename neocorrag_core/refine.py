@@ -1,16 +1,10 @@
-"""Stage c: evidence-guided filtering (Eq. 8) and rendering of the chains for the reader."""
+"""Stage c: evidence-guided filtering (Eq. 8). Rendering the result is ``rendering``'s job."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from neocorrag_core.types import DroppedPassage, EvidenceChain, KeepReason, KeptPassage, Passage
-
-if TYPE_CHECKING:
-    from neocorrag_core.types import MiningResult
-
-CHAIN_BLOCK_HEADER = "Evidence chains:"
 
 
 def refine_passages(
@@ -52,24 +46,4 @@ def passthrough(passages: Sequence[Passage]) -> list[KeptPassage]:
     ]
 
 
-def render_chains(chains: Sequence[EvidenceChain]) -> str:
-    """A numbered block of chain texts for the answering model; '' when there are none."""
-    if not chains:
-        return ""
-    lines = [CHAIN_BLOCK_HEADER]
-    lines.extend(f"{i}. {chain.text}" for i, chain in enumerate(chains, start=1))
-    return "\n".join(lines)
-
-
-def render_passage(passage: Passage) -> str:
-    """A passage as the reader sees it: ``title: text`` (or the text alone)."""
-    return f"{passage.title}: {passage.text}" if passage.title else passage.text
-
-
-def render_context(result: MiningResult, *, chains_first: bool = True) -> str:
-    """The answer-ready context: the chain block and the kept passages, blank-line separated."""
-    blocks = [render_passage(p) for p in result.passages]
-    chain_block = result.chain_text
-    if chain_block:
-        blocks = [chain_block, *blocks] if chains_first else [*blocks, chain_block]
-    return "\n\n".join(blocks)
+__all__ = ["passthrough", "refine_passages"]

@@ -211,7 +211,9 @@ def naive_search_paths(
         return [], stats
     seen: set[frozenset[int]] = set()
     found: list[CandidatePath] = []
-    queue = deque((seed, (), (), frozenset([seed])) for seed in seeds)
+    queue: deque[tuple[str, tuple[int, ...], tuple[bool, ...], frozenset[str]]] = deque(
+        (seed, (), (), frozenset([seed])) for seed in seeds
+    )
     while queue and len(found) < config.num_candidates:
         node, path, dirs, visited = queue.popleft()
         if len(path) >= config.max_hops:

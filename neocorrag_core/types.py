@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from neocorrag_core.cost import Cost
+from neocorrag_core.rendering import render_chains, render_context
+
 
 @dataclass(frozen=True)
 class Passage:
@@ -111,17 +114,15 @@ class DroppedPassage:
 
 
 @dataclass
-class MiningResult:
-    """Everything one ``mine`` call produced, including what it cost and why it fell back."""
+class MiningResult(Cost):
+    """Everything one ``mine`` call produced, including what it cost (:class:`Cost`) and why
+    it fell back."""
 
     query: str
     chains: list[EvidenceChain]
     kept: list[KeptPassage]
     dropped: list[DroppedPassage]
     num_candidates: int
-    timings: dict[str, float] = field(default_factory=dict)
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
     fallback: str | None = None
     seed_fallback: str | None = None
     query_entities: list[str] = field(default_factory=list)
@@ -137,12 +138,8 @@ class MiningResult:
     @property
     def chain_text(self) -> str:
         """The chains rendered as a short block for the answering model ('' when none)."""
-        from neocorrag_core.refine import render_chains
-
         return render_chains(self.chains)
 
     def context(self, *, chains_first: bool = True) -> str:
         """Answer-ready context: the chain block and the kept passages."""
-        from neocorrag_core.refine import render_context
-
-        return render_context(self, chains_first=chains_first)
+        return render_context(self.passages, self.chain_text, chains_first=chains_first)

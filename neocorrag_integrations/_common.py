@@ -21,32 +21,32 @@ from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.refine import passthrough
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.types import MiningResult, Passage
-
-# Metadata keys the adapters write; all carry the ``neocorrag_`` prefix.
-KEPT_REASON = "neocorrag_kept_reason"
-"""Why a document was kept: ``"top_n"``, ``"chain"`` or ``"passthrough"``."""
-RETRIEVAL_RANK = "neocorrag_retrieval_rank"
-"""1-based position of the document in the input (retrieval order)."""
-CHAIN_IDS = "neocorrag_chain_ids"
-"""Numbers (1-based, as in the chain block) of the chains this document supplied a triple to."""
-FALLBACK = "neocorrag_fallback"
-"""Why nothing was filtered (e.g. ``"no_triples"``), or ``None`` when chains were found."""
-IS_EVIDENCE_CHAINS = "neocorrag_evidence_chains"
-"""``True`` on the one extra document/node that holds the evidence chains."""
-CHAINS = "neocorrag_chains"
-"""On the chain document: one dict per chain: ``number``, ``text``, ``triples`` (each with
-``subject``, ``relation``, ``object`` and the ``source_ranks`` of the documents it came from),
-``source_ranks`` and ``source_ids`` of the whole chain, ``search_score``, ``lm_logprob``."""
-DROPPED_RANKS = "neocorrag_dropped_ranks"
-"""On the chain document: retrieval ranks of the documents that were dropped."""
-DROPPED_IDS = "neocorrag_dropped_ids"
-"""On the chain document: ids of the dropped documents (``None`` where a document had none)."""
-NUM_CANDIDATES = "neocorrag_num_candidates"
-"""On the chain document: how many candidate chains the search found."""
-TIMINGS = "neocorrag_timings"
-"""On the chain document: seconds per engine stage."""
+from neocorrag_integrations.metadata_keys import (
+    CHAIN_IDS,
+    CHAINS,
+    DROPPED_IDS,
+    DROPPED_RANKS,
+    FALLBACK,
+    IS_EVIDENCE_CHAINS,
+    KEPT_REASON,
+    NUM_CANDIDATES,
+    RETRIEVAL_RANK,
+    TIMINGS,
+)
 
 ChainsPosition = Literal["first", "last"]
+
+
+def reject_owned_settings(owner: str, fix: str, **settings: Any) -> None:
+    """Raise when settings that belong to a shared engine were passed beside it.
+
+    An adapter built on a shared engine (``miner=``, ``reformulator=``, ``models=``) uses
+    that engine's models and triple source; passing them again would be silently ignored,
+    so it is an error that names the settings, the ``owner`` and the ``fix``.
+    """
+    given = [name for name, value in settings.items() if value is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} belong(s) to the {owner} you passed; {fix}")
 
 
 @dataclass(frozen=True)
@@ -255,16 +255,13 @@ class RefinerSettings(BaseModel):
         names = {k: v for k, v in (("embedder", embedder), ("lm", lm)) if isinstance(v, str)}
         super().__init__(**names, **data)
         if miner is not None:
-            given = [
-                n
-                for n, v in (("embedder", embedder), ("lm", lm), ("triple_source", triple_source))
-                if v is not None
-            ]
-            if given:
-                raise ValueError(
-                    f"{', '.join(given)} belong(s) to the miner you passed; set them on that "
-                    "EvidenceChainMiner, or pass them here without miner="
-                )
+            reject_owned_settings(
+                "miner",
+                "set them on that EvidenceChainMiner, or pass them here without miner=",
+                embedder=embedder,
+                lm=lm,
+                triple_source=triple_source,
+            )
             if not isinstance(miner, EvidenceChainMiner):
                 raise TypeError(f"miner must be an EvidenceChainMiner, got {type(miner).__name__}")
             if "query_entities" in self.miner_config:

@@ -32,39 +32,19 @@ from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.types import Passage
-
-from ._common import RefinerSettings, SourceDocument
-
-T = TypeVar("T")
-
-# Metadata keys of the reformulating retrievers; all carry the ``neocorrag_`` prefix.
-EVIREFORM_RANK = "neocorrag_evireform_rank"
-"""1-based position of the document in the reformulated ranking."""
-EVIREFORM_SCORE = "neocorrag_evireform_score"
-"""The EviReform score that ranked the document (``None`` when the query was empty and the
-wrapped retriever's results passed through)."""
-FOUND_BY_QUERY = "neocorrag_found_by_query"
-"""Text of the first query whose results held the document."""
-FOUND_BY_KIND = "neocorrag_found_by_kind"
-"""Kind of that query: ``"original"``, ``"lm"``, ``"entities"`` or ``"repeat"``."""
-QUERY_RANKS = "neocorrag_query_ranks"
-"""Every query whose results held the document: ``{"query", "kind", "rank"}`` (1-based)."""
-RESIDUAL_QUERIES = "neocorrag_residual_queries"
-"""Every query sent after the original question (the same on each document of one call):
-``{"text", "kind", "round"}``, in the order they were sent."""
-EVIREFORM_EVIDENCE = "neocorrag_evireform_evidence"
-"""The propositions selected as evidence (the same on each document of one call)."""
-
-REFORMULATION_KEYS = (
+from neocorrag_integrations.metadata_keys import (
+    EVIREFORM_EVIDENCE,
     EVIREFORM_RANK,
     EVIREFORM_SCORE,
-    FOUND_BY_QUERY,
     FOUND_BY_KIND,
+    FOUND_BY_QUERY,
     QUERY_RANKS,
     RESIDUAL_QUERIES,
-    EVIREFORM_EVIDENCE,
 )
-"""Every metadata key the reformulating retrievers add."""
+
+from ._common import RefinerSettings, SourceDocument, reject_owned_settings
+
+T = TypeVar("T")
 
 ModelsSource = LazyModels | EvidenceChainMiner | EvidenceReformulator | RefinerSettings
 """What ``models=`` accepts: loaded-on-demand models, or an engine or adapter holding them."""
@@ -292,21 +272,14 @@ class ReformulationSettings(BaseModel):
         names = {k: v for k, v in (("embedder", embedder), ("lm", lm)) if isinstance(v, str)}
         super().__init__(**names, **data)
         if reformulator is not None:
-            given = [
-                n
-                for n, v in (
-                    ("models", models),
-                    ("embedder", embedder),
-                    ("lm", lm),
-                    ("triple_source", triple_source),
-                )
-                if v is not None
-            ]
-            if given:
-                raise ValueError(
-                    f"{', '.join(given)} belong(s) to the reformulator you passed; set them on "
-                    "that EvidenceReformulator, or pass them here without reformulator="
-                )
+            reject_owned_settings(
+                "reformulator",
+                "set them on that EvidenceReformulator, or pass them here without reformulator=",
+                models=models,
+                embedder=embedder,
+                lm=lm,
+                triple_source=triple_source,
+            )
             if not isinstance(reformulator, EvidenceReformulator):
                 raise TypeError(
                     "reformulator must be an EvidenceReformulator, "
@@ -317,12 +290,12 @@ class ReformulationSettings(BaseModel):
             return
         shared: LazyModels | None = None
         if models is not None:
-            given = [n for n, v in (("embedder", embedder), ("lm", lm)) if v is not None]
-            if given:
-                raise ValueError(
-                    f"{', '.join(given)} belong(s) to the models you passed; pass them "
-                    "where those models were built, or here without models="
-                )
+            reject_owned_settings(
+                "models",
+                "pass them where those models were built, or here without models=",
+                embedder=embedder,
+                lm=lm,
+            )
             shared, their_triples = _shared_models(models)
             triple_source = triple_source or their_triples
         self._reformulator = EvidenceReformulator(
@@ -419,14 +392,6 @@ def _shared_models(source: ModelsSource) -> tuple[LazyModels, TripleSource | Non
 
 
 __all__ = [
-    "EVIREFORM_EVIDENCE",
-    "EVIREFORM_RANK",
-    "EVIREFORM_SCORE",
-    "FOUND_BY_KIND",
-    "FOUND_BY_QUERY",
-    "QUERY_RANKS",
-    "REFORMULATION_KEYS",
-    "RESIDUAL_QUERIES",
     "ModelsSource",
     "PassageMetadata",
     "ReformedItem",

@@ -26,7 +26,6 @@ Needs only ``langchain-core`` at run time (``pip install 'neocorrag[langchain]'`
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,51 +43,20 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "neocorrag_integrations.langchain needs langchain-core: pip install 'neocorrag[langchain]'"
     ) from err
 
+from neocorrag_core.models import TextEmbedder, resolve_embedder
+from neocorrag_core.once import LoadOnce
 from neocorrag_integrations._common import (
-    CHAIN_IDS,
-    CHAINS,
-    DROPPED_IDS,
-    DROPPED_RANKS,
-    FALLBACK,
-    IS_EVIDENCE_CHAINS,
-    KEPT_REASON,
-    NUM_CANDIDATES,
-    RETRIEVAL_RANK,
-    TIMINGS,
     Refinement,
     RefinerSettings,
     SourceDocument,
 )
 from neocorrag_integrations._reformulation import (
-    EVIREFORM_EVIDENCE,
-    EVIREFORM_RANK,
-    EVIREFORM_SCORE,
-    FOUND_BY_KIND,
-    FOUND_BY_QUERY,
-    QUERY_RANKS,
-    RESIDUAL_QUERIES,
     ReformedItem,
     ReformulationSettings,
 )
+from neocorrag_integrations.metadata_keys import IS_EVIDENCE_CHAINS
 
 __all__ = [
-    "CHAINS",
-    "CHAIN_IDS",
-    "DROPPED_IDS",
-    "DROPPED_RANKS",
-    "EVIREFORM_EVIDENCE",
-    "EVIREFORM_RANK",
-    "EVIREFORM_SCORE",
-    "FALLBACK",
-    "FOUND_BY_KIND",
-    "FOUND_BY_QUERY",
-    "IS_EVIDENCE_CHAINS",
-    "KEPT_REASON",
-    "NUM_CANDIDATES",
-    "QUERY_RANKS",
-    "RESIDUAL_QUERIES",
-    "RETRIEVAL_RANK",
-    "TIMINGS",
     "EvidenceReformulationRetriever",
     "NeocorRAGCompressor",
     "NeocorRAGEmbeddings",
@@ -166,16 +134,10 @@ class NeocorRAGEmbeddings(Embeddings):
 
     def __init__(self, embedder: Any = None) -> None:
         self._spec = embedder
-        self._embedder: Any = None
-        self._lock = threading.Lock()
+        self._embedder: LoadOnce[TextEmbedder] = LoadOnce()
 
-    def _resolved(self) -> Any:
-        with self._lock:
-            if self._embedder is None:
-                from neocorrag_core.models import resolve_embedder
-
-                self._embedder = resolve_embedder(self._spec)
-        return self._embedder
+    def _resolved(self) -> TextEmbedder:
+        return self._embedder.get(lambda: resolve_embedder(self._spec))
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Unit-length vectors, one per text."""
@@ -238,8 +200,7 @@ class EvidenceReformulationRetriever(ReformulationSettings, BaseRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
         async def afetch(text: str) -> list[Document]:
-            config = {"callbacks": run_manager.get_child()}
-            return await self.retriever.ainvoke(text, config=config)
+            return await self.retriever.ainvoke(text, config={"callbacks": run_manager.get_child()})
 
         return _copies(await self.areformulate(query, afetch, _source_documents))
 

@@ -26,7 +26,6 @@ Needs ``llama-index-core`` (``pip install 'neocorrag[llamaindex]'``).
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,7 +33,9 @@ try:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.bridge.pydantic import PrivateAttr
     from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
-    from llama_index.core.instrumentation import get_dispatcher
+
+    # The public import path (the function lives in llama_index_instrumentation).
+    from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
     from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.retrievers import BaseRetriever
@@ -46,54 +47,22 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
     ) from err
 
 from neocorrag_core.evireform import EvidenceReformulator
-from neocorrag_core.models import LazyModels
+from neocorrag_core.models import LazyModels, TextEmbedder, resolve_embedder
+from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples import TripleSource
 from neocorrag_integrations._common import (
-    CHAIN_IDS,
-    CHAINS,
-    DROPPED_IDS,
-    DROPPED_RANKS,
-    FALLBACK,
-    IS_EVIDENCE_CHAINS,
-    KEPT_REASON,
-    NUM_CANDIDATES,
-    RETRIEVAL_RANK,
-    TIMINGS,
     Refinement,
     RefinerSettings,
     SourceDocument,
 )
 from neocorrag_integrations._reformulation import (
-    EVIREFORM_EVIDENCE,
-    EVIREFORM_RANK,
-    EVIREFORM_SCORE,
-    FOUND_BY_KIND,
-    FOUND_BY_QUERY,
-    QUERY_RANKS,
-    RESIDUAL_QUERIES,
     ModelsSource,
     ReformedItem,
     ReformulationSettings,
 )
+from neocorrag_integrations.metadata_keys import IS_EVIDENCE_CHAINS
 
 __all__ = [
-    "CHAINS",
-    "CHAIN_IDS",
-    "DROPPED_IDS",
-    "DROPPED_RANKS",
-    "EVIREFORM_EVIDENCE",
-    "EVIREFORM_RANK",
-    "EVIREFORM_SCORE",
-    "FALLBACK",
-    "FOUND_BY_KIND",
-    "FOUND_BY_QUERY",
-    "IS_EVIDENCE_CHAINS",
-    "KEPT_REASON",
-    "NUM_CANDIDATES",
-    "QUERY_RANKS",
-    "RESIDUAL_QUERIES",
-    "RETRIEVAL_RANK",
-    "TIMINGS",
     "EvidenceReformulationRetriever",
     "NeocorRAGEmbedding",
     "NeocorRAGPostprocessor",
@@ -213,8 +182,7 @@ class NeocorRAGEmbedding(BaseEmbedding):
     """
 
     _spec: Any = PrivateAttr(default=None)
-    _embedder: Any = PrivateAttr(default=None)
-    _lock: Any = PrivateAttr(default_factory=threading.Lock)
+    _embedder: Any = PrivateAttr(default_factory=LoadOnce)
 
     def __init__(self, embedder: Any = None, **kwargs: Any) -> None:
         from neocorrag_core.models import BUNDLED_EMBEDDER_NAME
@@ -233,13 +201,9 @@ class NeocorRAGEmbedding(BaseEmbedding):
         """Name used by LlamaIndex serialization."""
         return "NeocorRAGEmbedding"
 
-    def _resolved(self) -> Any:
-        with self._lock:
-            if self._embedder is None:
-                from neocorrag_core.models import resolve_embedder
-
-                self._embedder = resolve_embedder(self._spec)
-        return self._embedder
+    def _resolved(self) -> TextEmbedder:
+        embedder: TextEmbedder = self._embedder.get(lambda: resolve_embedder(self._spec))
+        return embedder
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         return self._resolved().embed(list(texts)).tolist()
@@ -412,7 +376,7 @@ def _chain_node(nodes: list[NodeWithScore], plan: Refinement) -> NodeWithScore:
     )
     # Score-based steps after this one (e.g. a similarity cutoff) treat the chains like the
     # best document they were mined from, instead of dropping a node without a score.
-    scores = [nodes[i].score for i in plan.source_indices if nodes[i].score is not None]
+    scores = [s for i in plan.source_indices if (s := nodes[i].score) is not None]
     return NodeWithScore(node=node, score=max(scores) if scores else None)
 
 

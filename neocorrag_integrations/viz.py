@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from neocorrag_integrations._common import (
+from neocorrag_integrations.metadata_keys import (
     CHAINS,
     DROPPED_RANKS,
     IS_EVIDENCE_CHAINS,

@@ -14,7 +14,7 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 
 # Tiny models run fastest single-threaded; on a busy 2-core machine torch's thread
 # pool made a 32x32 matmul ~1000x slower. Real-model tests are few and short.
@@ -84,3 +84,42 @@ def tiny_lm():
 
     model, tokenizer = build_tiny_lm(seed=0)
     return resolve_lm((model, tokenizer))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Unit tests never load the real models: a ``real_models`` test lives in integration/."""
+    misplaced = [
+        item.nodeid
+        for item in items
+        if item.get_closest_marker("real_models") and "integration" not in Path(item.path).parts
+    ]
+    if misplaced:
+        raise pytest.UsageError(
+            "real_models tests belong in tests/integration/: " + ", ".join(misplaced)
+        )
+
+
+def _package_location() -> Path:
+    import neocorrag_core
+
+    return Path(neocorrag_core.__file__).resolve().parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With ``NEOCORRAG_TEST_INSTALLED=1`` (as in ``.ci/run``) the suite must test the
+    installed wheel: importing the package from this checkout is a usage error."""
+    location = _package_location()
+    inside = Path(__file__).resolve().parents[1] in location.parents
+    if os.environ.get("NEOCORRAG_TEST_INSTALLED") == "1" and inside:
+        raise pytest.UsageError(
+            f"NEOCORRAG_TEST_INSTALLED=1 but neocorrag_core is imported from the checkout "
+            f"({location}); run the venv's pytest script, not `python -m pytest`, which puts "
+            "the current folder first on sys.path"
+        )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Say which copy of the package runs: CI tests the installed wheel, not the checkout."""
+    import neocorrag_core
+
+    return f"neocorrag {neocorrag_core.__version__} from {_package_location()}"

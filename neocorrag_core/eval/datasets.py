@@ -13,16 +13,17 @@ the candidates) are skipped and counted in :class:`LoadReport`, never raised.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from neocorrag_core.formats import QUESTION_FORMATS, DataFormatError, read_json_or_lines
+from neocorrag_core.formats import detect_format as detect_data_format
 from neocorrag_core.types import Passage
 
-FORMATS = ("musique", "hotpotqa", "hotpotqa-columnar", "2wiki")
+FORMATS = QUESTION_FORMATS
 
 
 @dataclass(frozen=True)
@@ -86,72 +87,44 @@ def join_sentences(sentences: Any) -> str:
 
 def read_records(path: str | Path) -> Any:
     """Parse a JSON file, or a JSON-lines file (one object per line) into a list."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"data file not found: {path}") from None
-    if path.suffix != ".jsonl":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            pass  # maybe JSON lines without the .jsonl suffix
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: line {number} is not JSON ({exc.msg})") from None
-    return records
+    return read_json_or_lines(path, what="data file")
 
 
 def detect_format(records: Any, origin: str = "data") -> str:
-    """Name the QA format of parsed records (see ``FORMATS``); ValueError for anything else."""
+    """Name the QA format of parsed records (see ``FORMATS``); ValueError for anything else,
+    saying which option a passage corpus or a triples file belongs to."""
+    if isinstance(records, list) and not records:
+        raise DataFormatError(f"{origin}: expected a non-empty list of questions")
+    try:
+        fmt, _ = detect_data_format(records, origin=origin)
+    except DataFormatError:
+        raise DataFormatError(
+            f"{origin}: no row looks like MuSiQue (paragraphs), HotpotQA or 2Wiki (context); "
+            f"supported formats: {', '.join(FORMATS)}"
+        ) from None
+    if fmt == "openie":
+        raise DataFormatError(
+            f"{origin} is a HippoRAG OpenIE triples file, not questions: pass it as --triples"
+        )
+    if fmt in ("title_sentences", "passages"):
+        kind = "(title -> sentences)" if fmt == "title_sentences" else "(title, text)"
+        raise DataFormatError(
+            f"{origin} is a passage corpus {kind}, not questions: pass it as --corpus"
+        )
+    return fmt
+
+
+def _question_rows(records: Any) -> Any:
     if isinstance(records, Mapping):
-        if "docs" in records:
-            raise ValueError(
-                f"{origin} is a HippoRAG OpenIE triples file, not questions: pass it as --triples"
-            )
-        if records and all(isinstance(v, list) for v in records.values()):
-            raise ValueError(
-                f"{origin} is a HippoRAG corpus (title -> sentences), not questions: "
-                "pass it as --corpus"
-            )
-        for key in ("data", "questions"):
-            if isinstance(records.get(key), list):
-                return detect_format(records[key], origin)
-        raise ValueError(f"{origin}: expected a list of questions, got a JSON object")
-    if not isinstance(records, list) or not records:
-        raise ValueError(f"{origin}: expected a non-empty list of questions")
-    for row in records[:50]:
-        if not isinstance(row, Mapping):
-            continue
-        if "paragraphs" in row:
-            return "musique"
-        if "question" not in row and {"title", "text"} <= set(row):
-            raise ValueError(
-                f"{origin} is a passage corpus (title, text), not questions: pass it as --corpus"
-            )
-        context = row.get("context")
-        if isinstance(context, Mapping) and "sentences" in context:
-            return "hotpotqa-columnar"
-        if isinstance(context, list):
-            # HotpotQA rows have a "type" too; only 2Wiki ships gold triples ("evidences").
-            return "2wiki" if "evidences" in row else "hotpotqa"
-    raise ValueError(
-        f"{origin}: no row looks like MuSiQue (paragraphs), HotpotQA or 2Wiki (context); "
-        f"supported formats: {', '.join(FORMATS)}"
-    )
+        return records.get("data") or records.get("questions")
+    return records
 
 
 def load_qa(path: str | Path, limit: int | None = None) -> tuple[list[QAExample], LoadReport]:
     """Load a QA file of any supported format (auto-detected); ``limit`` caps loaded examples."""
     records = read_records(path)
     fmt = detect_format(records, str(path))
-    if isinstance(records, Mapping):
-        records = records.get("data") or records.get("questions")
+    records = _question_rows(records)
     report = LoadReport(str(path), fmt)
     examples: list[QAExample] = []
     parse = _PARSERS[fmt]

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
 from neocorrag_core.evireform import (
     EvidenceReformulator,
     ReformulationConfig,
@@ -26,9 +27,7 @@ from neocorrag_core.evireform import (
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.types import Passage
 
-from .methods import EVIREFORM_METHOD_NAMES, METHODS, MethodOutput
-
-EVIREFORM_METHODS: dict[str, str] = {n: METHODS[n] for n in EVIREFORM_METHOD_NAMES}
+EVIREFORM_METHODS = ("evireform", "evireform-repeat", "evireform-rerank", "evireform-neocorrag")
 
 
 def _loop_info(result: ReformulationResult, reused: bool) -> dict[str, Any]:
@@ -45,9 +44,7 @@ def _loop_info(result: ReformulationResult, reused: bool) -> dict[str, Any]:
 
 
 class EviReformMethod:
-    """One of :data:`EVIREFORM_METHODS`; needs the runner's ``search`` for the question."""
-
-    uses_search = True
+    """One of :data:`EVIREFORM_METHODS`; searches again with the call's ``search``."""
 
     def __init__(
         self,
@@ -78,18 +75,10 @@ class EviReformMethod:
         self.memo[key] = result
         return result, False
 
-    def refine(
-        self,
-        question: str,
-        passages: Sequence[Passage],
-        search: SearchFn | None = None,
-        k: int | None = None,
-    ) -> MethodOutput:
-        """Retrieve again with ``search`` and return this method's top-``k`` context
-        (``k`` defaults to the number of shared retrieved ``passages``)."""
-        if search is None:
-            raise ValueError(f"{self.name} needs the runner's search function")
-        k = k or len(passages) or 5
+    def refine(self, call: MethodInput) -> MethodOutput:
+        """Retrieve again with ``call.search`` and return this method's top-``k`` context."""
+        question, passages, search = call.question, call.passages, call.search
+        k = call.k or len(passages) or 5
         if self.name == "evireform-repeat":
             result = self.reformulator.retrieve(question, search, k, residual_queries="repeat")
             return _output([r.passage for r in result.passages], result, _loop_info(result, False))
@@ -114,12 +103,12 @@ class EviReformMethod:
             found_by=[found_by[p.id] for p in mined.passages],
         )
         return MethodOutput(
-            mined.passages,
-            mined.chain_text,
-            result.prompt_tokens + mined.prompt_tokens,
-            result.generated_tokens + mined.generated_tokens,
-            timings,
-            {**info, "reused": True},  # its cost is the loop's plus the mining's, timed above
+            passages=mined.passages,
+            chain_text=mined.chain_text,
+            prompt_tokens=result.prompt_tokens + mined.prompt_tokens,
+            generated_tokens=result.generated_tokens + mined.generated_tokens,
+            timings=timings,
+            info={**info, "reused": True},  # its cost is the loop's plus the mining's
         )
 
 
@@ -127,29 +116,27 @@ def _output(
     passages: list[Passage], result: ReformulationResult, info: dict[str, Any]
 ) -> MethodOutput:
     return MethodOutput(
-        passages,
-        "",
-        result.prompt_tokens,
-        result.generated_tokens,
-        dict(result.timings),
-        info,
+        passages=passages,
+        prompt_tokens=result.prompt_tokens,
+        generated_tokens=result.generated_tokens,
+        timings=dict(result.timings),
+        info=info,
     )
 
 
-def build_evireform_methods(
-    names: Sequence[str],
-    miner: EvidenceChainMiner,
-    config: ReformulationConfig | None = None,
-) -> dict[str, EviReformMethod]:
-    """The EviReform methods among ``names``, sharing the miner's models and triple source."""
-    wanted = [n for n in names if n in EVIREFORM_METHODS]
-    if not wanted:
-        return {}
-    reformulator = EvidenceReformulator(
-        config, models=miner.models, triple_source=miner.triple_source
-    )
-    memo: dict[Any, ReformulationResult] = {}
-    return {n: EviReformMethod(n, reformulator, memo, miner) for n in wanted}
+def build(name: str, context: BuildContext) -> EviReformMethod:
+    """Factory of the :data:`EVIREFORM_METHODS`: built together, they share one reformulator
+    (the miner's models and triple source) and one loop memo."""
+    shared = context.shared.get("evireform")
+    if shared is None:
+        config = ReformulationConfig().with_overrides(**context.evireform_overrides)
+        miner = context.miner
+        reformulator = EvidenceReformulator(
+            config, models=miner.models, triple_source=miner.triple_source
+        )
+        shared = context.shared["evireform"] = (reformulator, {})
+    reformulator, memo = shared
+    return EviReformMethod(name, reformulator, memo, context.miner)
 
 
-__all__ = ["EVIREFORM_METHODS", "EviReformMethod", "build_evireform_methods"]
+__all__ = ["EVIREFORM_METHODS", "EviReformMethod", "build"]

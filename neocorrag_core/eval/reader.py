@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from neocorrag_core.generation import chat_prompt_ids, greedy_generate
 from neocorrag_core.models import LanguageModel
-from neocorrag_core.refine import render_passage
+from neocorrag_core.rendering import render_passage
 from neocorrag_core.types import Passage
 
 READER_PRESETS = ("default", "qwen-1.5b")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from neocorrag_core.eval.methods import METHODS
+from neocorrag_core.eval.registry import method_descriptions
 
 
 def _pct(value: float) -> str:
@@ -88,6 +88,7 @@ def pool_table(results: dict[str, Any]) -> str:
 def render_report(results: dict[str, Any]) -> str:
     """The whole report.md for one run."""
     settings, data = results["settings"], results["data"]
+    described = method_descriptions()
     skipped = ", ".join(f"{n} {why}" for why, n in data["skipped"].items()) or "none"
     fallbacks = [
         f"`{name}`: " + ", ".join(f"{why} {n}" for why, n in agg["fallbacks"].items())
@@ -128,7 +129,7 @@ def render_report(results: dict[str, Any]) -> str:
         "",
         "## Methods",
         "",
-        *[f"- `{name}`: {METHODS[name]}" for name in results["methods"]],
+        *[f"- `{name}`: {described.get(name, '')}" for name in results["methods"]],
     ]
     pools = pool_table(results)
     if pools:

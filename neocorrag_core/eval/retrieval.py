@@ -17,17 +17,13 @@ from typing import Any, Literal
 import numpy as np
 
 from neocorrag_core.eval.datasets import QAExample
+from neocorrag_core.rendering import render_passage
 from neocorrag_core.types import Passage
 
 PoolMode = Literal["per-question", "corpus"]
 RetrieverKind = Literal["dense", "bm25"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def passage_text(passage: Passage) -> str:
-    """What is embedded or indexed for a passage: ``title: text``."""
-    return f"{passage.title}: {passage.text}" if passage.title else passage.text
 
 
 def tokenize(text: str) -> list[str]:
@@ -116,16 +112,16 @@ class Retriever:
         if self.kind == "bm25":
             index = self._bm25 if pooled else None
             if index is None:
-                index = BM25([passage_text(p) for p in passages])
+                index = BM25([render_passage(p) for p in passages])
                 if pooled:
                     self._bm25 = index
             return index.scores(question)
         vecs = self._corpus_vecs if pooled else None
         if vecs is None:
-            vecs = np.asarray(self.embedder.embed([passage_text(p) for p in passages]))
+            vecs = np.asarray(self.embedder.embed([render_passage(p) for p in passages]))
             if pooled:
                 self._corpus_vecs = vecs
-        return vecs @ np.asarray(self.embedder.embed([question])[0])
+        return np.asarray(vecs @ self.embedder.embed([question])[0])
 
 
 def pooled_corpus(examples: Sequence[QAExample]) -> list[Passage]:
@@ -133,4 +129,4 @@ def pooled_corpus(examples: Sequence[QAExample]) -> list[Passage]:
     return list({p.id: p for e in examples for p in e.passages}.values())
 
 
-__all__ = ["BM25", "Retriever", "passage_text", "pooled_corpus", "tokenize", "top_k"]
+__all__ = ["BM25", "Retriever", "pooled_corpus", "tokenize", "top_k"]

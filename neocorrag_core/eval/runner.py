@@ -24,8 +24,9 @@ import numpy as np
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.eval import metrics as M
 from neocorrag_core.eval.datasets import LoadReport, QAExample, load_corpus, load_qa
-from neocorrag_core.eval.methods import METHODS, Method, MethodOutput, build_methods
+from neocorrag_core.eval.protocol import BuildContext, Method, MethodInput, MethodOutput
 from neocorrag_core.eval.reader import Reader
+from neocorrag_core.eval.registry import available_methods, build_methods
 from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.types import Passage
@@ -75,7 +76,8 @@ class EvalSettings:
     """Out folder of an earlier run whose method contexts are replayed: only the reader runs."""
 
     def __post_init__(self) -> None:
-        unknown = [m for m in self.methods if m not in METHODS]
+        known = available_methods()
+        unknown = [m for m in self.methods if m not in known]
         if unknown:
             raise ValueError(f"unknown method(s): {', '.join(unknown)}")
         if not self.methods:
@@ -299,12 +301,12 @@ def build_components(
         known = corpus if corpus is not None else pooled_corpus(examples)
         methods: list[Method] = [ReplayedMethod(name, source, known) for name in settings.methods]
     else:
-        methods = build_methods(
-            settings.methods,
+        context = BuildContext(
             miner,
             embeddings_threshold=settings.embeddings_threshold,
-            evireform_overrides=settings.evireform_overrides,
+            evireform_overrides=dict(settings.evireform_overrides),
         )
+        methods = build_methods(settings.methods, context)
     reader = Reader(resolve_lm(reader_lm), max_new_tokens=settings.max_new_tokens)
     return Components(retriever, {m.name: m for m in methods}, reader)
 
@@ -353,8 +355,9 @@ class ReplayedMethod:
         # the shared top-k; they are found among every passage of the run.
         self.known = {p.id: p for p in known}
 
-    def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
+    def refine(self, call: MethodInput) -> MethodOutput:
         """The recorded context: the same passages (by id) and the same chain block."""
+        question, passages = call.question, call.passages
         record = self.by_question.get(question)
         if record is None:
             raise ValueError(
@@ -371,12 +374,12 @@ class ReplayedMethod:
             if k.startswith("method.")
         }
         return MethodOutput(
-            [by_id[pid] for pid in record["context_ids"]],
-            record["chain_text"],
-            record["method_prompt_tokens"],
-            record["method_generated_tokens"],
-            timings,
-            {**record["info"], "replayed": True},
+            passages=[by_id[pid] for pid in record["context_ids"]],
+            chain_text=record["chain_text"],
+            prompt_tokens=record["method_prompt_tokens"],
+            generated_tokens=record["method_generated_tokens"],
+            timings=timings,
+            info={**record["info"], "replayed": True},
         )
 
 
@@ -465,11 +468,10 @@ def _run_one(
 ) -> dict[str, Any]:
     started = time.perf_counter()
     method = parts.methods[name]
-    if getattr(method, "uses_search", False):  # EviReform methods retrieve again
-        search = parts.retriever.search_fn(example)
-        output = method.refine(example.question, retrieved, search=search, k=settings.top_k)
-    else:
-        output = method.refine(example.question, retrieved)
+    call = MethodInput(
+        example.question, retrieved, parts.retriever.search_fn(example), settings.top_k
+    )
+    output = method.refine(call)
     method_seconds = time.perf_counter() - started
     if any(output.info.get(flag) for flag in ("replayed", "reused_chains", "reused")):
         method_seconds = output.timings.get("total", sum(output.timings.values()))

@@ -100,8 +100,15 @@ class ReformulationConfig:
                     f"{name} must be one of {', '.join(map(repr, allowed))}, "
                     f"got {getattr(self, name)!r}"
                 )
-        at_least_one = ("residual_k", "rounds", "max_evidence", "max_selection_candidates")
-        at_least_one += ("max_residual_queries", "max_query_tokens", "max_query_words")
+        at_least_one: tuple[str, ...] = (
+            "residual_k",
+            "rounds",
+            "max_evidence",
+            "max_selection_candidates",
+            "max_residual_queries",
+            "max_query_tokens",
+            "max_query_words",
+        )
         for name in (*at_least_one, "first_k", "selection_passages", "max_passage_chars"):
             value = getattr(self, name)
             if name == "first_k" and value is None:

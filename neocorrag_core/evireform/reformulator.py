@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from neocorrag_core.cost import Cost
 from neocorrag_core.generation import chat_prompt_ids, greedy_generate
 from neocorrag_core.models import LazyModels
 from neocorrag_core.timing import timed
@@ -61,8 +62,8 @@ class RetrievalError(RuntimeError):
 
 
 @dataclass
-class _State:
-    """Mutable bookkeeping of one question's loop (never shared between calls)."""
+class _State(Cost):
+    """Mutable bookkeeping of one question's loop (never shared between calls), with its cost."""
 
     question: str
     queries: list[ReformulationQuery] = field(default_factory=list)
@@ -70,13 +71,6 @@ class _State:
     ranks: dict[str, dict[int, int]] = field(default_factory=dict)
     evidence: list[Proposition] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def lm_tokens(self) -> int:
-        return self.prompt_tokens + self.generated_tokens
 
     def add_results(self, query_index: int, passages: Sequence[Passage]) -> list[Passage]:
         """Merge one query's results into the pool; returns the passages new to it."""
@@ -293,8 +287,7 @@ class EvidenceReformulator:
             picked = select_with_lm(
                 lm, prompt, offered, mode=config.selection, limit=config.max_evidence
             )
-        state.prompt_tokens += picked.prompt_tokens
-        state.generated_tokens += picked.generated_tokens
+        state.add_tokens(picked.prompt_tokens, picked.generated_tokens)
         return [offered[i] for i in picked.indices]
 
     def _write_queries(
@@ -312,8 +305,7 @@ class EvidenceReformulator:
                 return None
             generated = greedy_generate(lm, prompt, config.max_query_tokens)
             reply = lm.tokenizer.decode(generated, skip_special_tokens=True)
-        state.prompt_tokens += len(prompt)
-        state.generated_tokens += len(generated)
+        state.add_tokens(len(prompt), len(generated))
         parsed = parse_residual_queries(
             reply,
             state.question,
@@ -417,7 +409,8 @@ def _advance(loop: _Loop, results: list[list[Passage]] | None) -> _Request | Ref
     try:
         return next(loop) if results is None else loop.send(results)
     except StopIteration as done:
-        return done.value
+        result: ReformulationResult = done.value
+        return result
 
 
 def _finish(result: ReformulationResult, searching: float, started: float) -> ReformulationResult:

@@ -26,7 +26,7 @@ def normalize_scores(scores: Sequence[float] | np.ndarray) -> np.ndarray:
     if high - low <= 1e-12:
         return np.full(values.shape, 1.0 / values.size)
     scaled = (values - low) / (high - low)
-    return scaled / scaled.sum()
+    return np.asarray(scaled / scaled.sum())
 
 
 def softmax_scores(scores: Sequence[float] | np.ndarray, temperature: float) -> np.ndarray:
@@ -38,7 +38,7 @@ def softmax_scores(scores: Sequence[float] | np.ndarray, temperature: float) -> 
     if values.size == 0:
         return values
     weights = np.exp((values - values.max()) / temperature)
-    return weights / weights.sum()
+    return np.asarray(weights / weights.sum())
 
 
 def normalize_query_scores(
@@ -62,7 +62,7 @@ def mix_query_scores(
     if not residual:
         return mixed
     rest = np.mean([normalize_query_scores(r, temperature) for r in residual], axis=0)
-    return original_weight * mixed + (1.0 - original_weight) * rest
+    return np.asarray(original_weight * mixed + (1.0 - original_weight) * rest)
 
 
 def shared_entity_neighbors(propositions: Sequence[Proposition]) -> list[list[int]]:

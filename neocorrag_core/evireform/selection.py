@@ -51,7 +51,8 @@ def top_by_similarity(
     if len(candidate_vecs) == 0 or limit <= 0:
         return []
     sims = np.asarray(candidate_vecs) @ np.asarray(question_vec)
-    return np.argsort(-sims, kind="stable")[:limit].tolist()
+    order: list[int] = np.argsort(-sims, kind="stable")[:limit].tolist()
+    return order
 
 
 def select_with_lm(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from neocorrag_core.cost import Cost
 from neocorrag_core.types import Passage, Triple
 
 QueryKind = Literal["original", "lm", "entities", "repeat"]
@@ -49,8 +50,8 @@ class RankedPassage:
 
 
 @dataclass
-class ReformulationResult:
-    """What :meth:`EvidenceReformulator.retrieve` found for one question."""
+class ReformulationResult(Cost):
+    """What :meth:`EvidenceReformulator.retrieve` found for one question, and its cost."""
 
     question: str
     passages: list[RankedPassage]
@@ -67,14 +68,6 @@ class ReformulationResult:
     """The LM said the selected evidence already answers the question."""
     notes: list[str] = field(default_factory=list)
     """Fallbacks taken (e.g. ``"residual_queries: bridge entities (lm wrote none)"``)."""
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def lm_tokens(self) -> int:
-        """Every prompt and generated token the LM spent on this question."""
-        return self.prompt_tokens + self.generated_tokens
 
     @property
     def first_pool(self) -> list[Passage]:

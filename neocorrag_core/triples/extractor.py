@@ -24,8 +24,15 @@ class TripleExtractor(Protocol):
     Every extractor is also a ``TripleSource`` (``triples_for`` = ``extract``).
     """
 
-    extractor_id: str
-    version: str
+    @property
+    def extractor_id(self) -> str:
+        """Which extractor made the triples (e.g. ``"spacy:en_core_web_sm"``)."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """Bumped whenever the same extractor's output can change."""
+        ...
 
     def extract(self, passages: Sequence[Passage]) -> list[list[Triple]]:
         """The triples of each passage, aligned with ``passages``."""

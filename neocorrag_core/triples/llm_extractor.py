@@ -19,11 +19,11 @@ import copy
 import json
 import logging
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples.base import parse_triple
 from neocorrag_core.triples.extractor import clean_triples, truncate_words
 from neocorrag_core.triples.prompts import (
@@ -98,8 +98,7 @@ class LLMTripleExtractor:
         self._framework = _framework_kind(lm)
         self._lm_spec = lm
         self._name = name or _lm_name(lm)
-        self._backend: Any = None
-        self._load_lock = threading.Lock()
+        self._backend: LoadOnce[Any] = LoadOnce()
 
     @property
     def extractor_id(self) -> str:
@@ -114,23 +113,10 @@ class LLMTripleExtractor:
     def __repr__(self) -> str:
         return f"LLMTripleExtractor({self._name!r})"
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = {**self.__dict__, "_backend": None}
-        del state["_load_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._load_lock = threading.Lock()
-
     @property
     def backend(self) -> Any:
         """The loaded generation backend (local constrained LM or framework adapter)."""
-        if self._backend is None:
-            with self._load_lock:
-                if self._backend is None:
-                    self._backend = self._make_backend()
-        return self._backend
+        return self._backend.get(self._make_backend)
 
     def _make_backend(self) -> Any:
         if self._framework is not None:

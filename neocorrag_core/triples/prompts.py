@@ -7,6 +7,7 @@ of the store key, so triples made with older prompts are not served for the new 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 PROMPT_VERSION = "1"
 
@@ -15,7 +16,7 @@ PROMPT_VERSION = "1"
 # length is bounded by max_new_tokens instead, and truncated output is salvaged.
 _STRING = {"type": "string", "minLength": 1}
 
-ENTITY_SCHEMA: dict = {
+ENTITY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"entities": {"type": "array", "items": _STRING}},
     "required": ["entities"],
@@ -23,7 +24,7 @@ ENTITY_SCHEMA: dict = {
 }
 
 # Triples as 3-string arrays: a third of the tokens of {"subject": ..} objects.
-TRIPLE_SCHEMA: dict = {
+TRIPLE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "triples": {

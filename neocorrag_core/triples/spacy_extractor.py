@@ -24,12 +24,12 @@ import importlib
 import importlib.util
 import logging
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from neocorrag_core.graph import normalize_entity
+from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples.extractor import canonical_title, clean_triples, truncate_words
 from neocorrag_core.types import Passage, Triple
 
@@ -100,8 +100,7 @@ class SpacyTripleExtractor:
         self.batch_size = batch_size
         self.max_words = max_words
         self.use_title = use_title
-        self._nlp: Any = None
-        self._load_lock = threading.Lock()
+        self._nlp: LoadOnce[Any] = LoadOnce()
 
     @property
     def extractor_id(self) -> str:
@@ -112,23 +111,10 @@ class SpacyTripleExtractor:
     def __repr__(self) -> str:
         return f"SpacyTripleExtractor(model={self.model_name!r})"
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = {**self.__dict__, "_nlp": None}
-        del state["_load_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._load_lock = threading.Lock()
-
     @property
     def nlp(self) -> Any:
         """The loaded spaCy pipeline (loaded once, even when threads ask at the same time)."""
-        if self._nlp is None:
-            with self._load_lock:
-                if self._nlp is None:
-                    self._nlp = load_spacy_pipeline(self.model_name)
-        return self._nlp
+        return self._nlp.get(lambda: load_spacy_pipeline(self.model_name))
 
     def extract(self, passages: Sequence[Passage]) -> list[list[Triple]]:
         """Triples of each passage (empty list for empty or entity-less text)."""
@@ -404,6 +390,7 @@ def _life_dates(doc: Any, ents: dict[int, Any], ctx: _Context) -> None:
             continue
         before = doc[tok.i - 1]
         first_sentence = tok.sent.start == 0
+        subject: str | None
         if first_sentence and ctx.title:
             subject = ctx.title
         elif before.ent_type_ == "PERSON" and before.i in ents:

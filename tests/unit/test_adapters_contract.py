@@ -145,6 +145,18 @@ def test_keeps_supported_documents_in_retrieval_order_after_the_chain_document(h
     assert all(h.text(d) == originals[h.id(d)] for d in out[1:])
 
 
+def test_every_key_written_is_declared_in_metadata_keys(h):
+    from neocorrag_integrations.metadata_keys import ALL_KEYS, REFINEMENT_KEYS
+
+    assert len(set(ALL_KEYS)) == len(ALL_KEYS)
+    assert all(key.startswith("neocorrag_") for key in ALL_KEYS)
+    outputs = [h.run(make(h), h.docs(), QUERY), h.run(make(h), h.docs(triples=False), QUERY)]
+    written = {
+        key for out in outputs for doc in out for key in h.metadata(doc) if "neocorrag" in key
+    }
+    assert written and written <= set(REFINEMENT_KEYS)
+
+
 def test_chain_document_goes_last_or_is_left_out_as_configured(h):
     last = h.run(make(h, chains_position="last"), h.docs(), QUERY)
     assert ids(h, last[:-1]) == KEPT_IDS

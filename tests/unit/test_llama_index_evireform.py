@@ -25,12 +25,12 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 from neocorrag_core.evireform import ReformulationConfig, RetrievalError
-from neocorrag_integrations._reformulation import REFORMULATION_KEYS
 from neocorrag_integrations.llama_index import (
     EvidenceReformulationRetriever,
     NeocorRAGPostprocessor,
     is_evidence_chain_node,
 )
+from neocorrag_integrations.metadata_keys import REFORMULATION_KEYS
 
 HIDDEN_TEXT = CORPUS[1][2]
 

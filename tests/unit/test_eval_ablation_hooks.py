@@ -74,7 +74,7 @@ def test_no_filter_keeps_every_passage_and_still_adds_chains():
 
 
 def test_no_filter_ablation_reuses_the_beam_chains(tiny_lm):
-    from neocorrag_core.eval.methods import build_methods
+    from neocorrag_core.eval import BuildContext, MethodInput, build_methods
 
     passages = [
         Passage("p1", "t1", metadata={"triples": [["Van Hook Township", "in", "Mountrail"]]}),
@@ -89,9 +89,10 @@ def test_no_filter_ablation_reuses_the_beam_chains(tiny_lm):
     calls = []
     original = miner.mine
     miner.mine = lambda *a, **kw: calls.append(kw) or original(*a, **kw)
-    beam, no_filter = build_methods(["neocorrag-beam", "ablation-no-filter"], miner)
+    beam, no_filter = build_methods(["neocorrag-beam", "ablation-no-filter"], BuildContext(miner))
     question = "What is the capital of Mountrail where Van Hook Township is?"
-    first, second = beam.refine(question, passages), no_filter.refine(question, passages)
+    call = MethodInput(question, passages, lambda query, k: passages[:k], len(passages))
+    first, second = beam.refine(call), no_filter.refine(call)
     assert len(calls) == 1
     assert second.chain_text == first.chain_text
     assert [p.id for p in second.passages] == ["p1", "p2", "p3"]

@@ -11,6 +11,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tiny_models import build_tiny_lm, build_tiny_tokenizer
 
 from neocorrag_core import decoding
 from neocorrag_core.decoding import (
@@ -23,11 +24,6 @@ from neocorrag_core.decoding import (
 )
 from neocorrag_core.models import LanguageModel, end_of_turn_token_id
 from neocorrag_core.types import Passage
-
-try:
-    from tests.tiny_models import build_tiny_lm, build_tiny_tokenizer
-except ImportError:  # tests/ is not a package: pytest put tests/ itself on sys.path
-    from tiny_models import build_tiny_lm, build_tiny_tokenizer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

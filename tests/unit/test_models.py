@@ -23,7 +23,10 @@ from neocorrag_core.models import (
     MissingDependencyError,
     ModelLoadError,
     TextEmbedder,
+    bundled,
+    embedder_loading,
     end_of_turn_token_id,
+    presets,
     resolve_embedder,
     resolve_lm,
 )
@@ -270,7 +273,7 @@ def test_resolve_embedder_is_lazy(tiny_embedder_dir: Path, monkeypatch: pytest.M
         loads.append((spec, device))
         return _FakeST()
 
-    monkeypatch.setattr(models, "_load_sentence_transformer", fake_loader)
+    monkeypatch.setattr(embedder_loading, "_load_sentence_transformer", fake_loader)
     emb = resolve_embedder(str(tiny_embedder_dir))
     default = resolve_embedder()
     assert loads == []
@@ -439,7 +442,7 @@ def fake_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         p.write_bytes(payload)
         parts.append(p)
     whole = b"".join(p.read_bytes() for p in parts)
-    monkeypatch.setattr(models, "_bundled_lm_parts", lambda lm: list(parts))
+    monkeypatch.setattr(bundled, "_bundled_lm_parts", lambda lm: list(parts))
     _patch_default_sha(monkeypatch, hashlib.sha256(whole).hexdigest())
     return parts
 
@@ -455,7 +458,7 @@ def test_gguf_assembly_concatenates_in_order_and_reuses(
     def no_reassembly(*args: object, **kwargs: object) -> Path:
         raise AssertionError("a verified GGUF must be reused")
 
-    monkeypatch.setattr(models, "_assemble_gguf", no_reassembly)
+    monkeypatch.setattr(bundled, "_assemble_gguf", no_reassembly)
     assert models.bundled_gguf_path(cache_dir=cache, show_progress=False) == gguf
 
 
@@ -473,11 +476,11 @@ def test_gguf_sha_mismatch_is_clear_and_removes_the_file(
 def test_corrupt_cached_gguf_is_rebuilt(tmp_path: Path, fake_parts: list[Path]) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()
-    (cache / models.BUNDLED_LM_GGUF_NAME).write_bytes(b"truncated")
-    (cache / f"{models.BUNDLED_LM_GGUF_NAME}.tmp-999-1").write_bytes(b"left by a crash")
+    (cache / presets.BUNDLED_LM_GGUF_NAME).write_bytes(b"truncated")
+    (cache / f"{presets.BUNDLED_LM_GGUF_NAME}.tmp-999-1").write_bytes(b"left by a crash")
     gguf = models.bundled_gguf_path(cache_dir=cache, show_progress=False)
     assert gguf.read_bytes() == b"".join(p.read_bytes() for p in fake_parts)
-    assert not (cache / f"{models.BUNDLED_LM_GGUF_NAME}.tmp-999-1").exists()
+    assert not (cache / f"{presets.BUNDLED_LM_GGUF_NAME}.tmp-999-1").exists()
 
 
 def test_bundled_conversion_marker_and_reuse(
@@ -491,7 +494,7 @@ def test_bundled_conversion_marker_and_reuse(
         (dest / "config.json").write_text("{}")
         raise RuntimeError("interrupted")
 
-    monkeypatch.setattr(models, "_write_converted", failing_write)
+    monkeypatch.setattr(bundled, "_write_converted", failing_write)
     with pytest.raises(ModelLoadError, match="interrupted"):
         models.bundled_lm_path(cache_dir=cache, show_progress=False)
     out = cache / models.BUNDLED_LM_DIRNAME
@@ -504,16 +507,16 @@ def test_bundled_conversion_marker_and_reuse(
         dest.mkdir(parents=True)
         (dest / "config.json").write_text("{}")
 
-    monkeypatch.setattr(models, "_write_converted", fake_write)
+    monkeypatch.setattr(bundled, "_write_converted", fake_write)
     assert models.bundled_lm_path(cache_dir=cache, show_progress=False) == out
     marker = json.loads((out / ".neocorrag-complete.json").read_text())
     assert marker["gguf_sha256"] == models.BUNDLED_LMS["default"].sha256
-    assert not (cache / models.BUNDLED_LM_GGUF_NAME).exists()  # intermediate deleted
+    assert not (cache / presets.BUNDLED_LM_GGUF_NAME).exists()  # intermediate deleted
 
     def no_parts(lm: object) -> list[Path]:
         raise AssertionError("a converted folder needs no parts")
 
-    monkeypatch.setattr(models, "_bundled_lm_parts", no_parts)
+    monkeypatch.setattr(bundled, "_bundled_lm_parts", no_parts)
     assert models.bundled_lm_path(cache_dir=cache, show_progress=False) == out
     assert len(calls) == 1
 
@@ -526,25 +529,3 @@ def test_default_cache_dir_honours_env(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 # ----------------------------------------------------------------------------- real models
-
-
-@pytest.mark.real_models
-def test_real_bundled_models() -> None:
-    import torch
-
-    emb = resolve_embedder()
-    vectors = emb.embed(["Mountrail County", "Stanley, North Dakota"])
-    assert vectors.shape == (2, 384) and emb.dim == 384
-    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-
-    lm = resolve_lm(show_progress=False)
-    assert lm.model.dtype == torch.bfloat16 and not lm.model.training
-    assert lm.tokenizer.convert_ids_to_tokens(lm.end_of_turn_id) == "<|im_end|>"
-    messages = [{"role": "user", "content": "What is the capital of France? One word."}]
-    enc = lm.tokenizer.apply_chat_template(
-        messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
-    )
-    with lm.lock, torch.inference_mode():
-        out = lm.model.generate(**enc, max_new_tokens=4, do_sample=False)
-    answer = lm.tokenizer.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-    assert "Paris" in answer

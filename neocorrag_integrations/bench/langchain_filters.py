@@ -1,7 +1,8 @@
-"""LangChain's own document filters as baselines, run on our local models.
+"""LangChain's own document filters as ``neocorrag eval`` baselines, on our local models.
 
-Imported only when an ``lc-*`` method runs (``pip install 'neocorrag[bench]'``):
-neocorrag_core never imports LangChain otherwise.
+Imported only when an ``lc-*`` method is built (``pip install 'neocorrag[bench]'``); the
+methods are registered as entry points (see :mod:`neocorrag_integrations.bench`), so
+``neocorrag_core`` never imports LangChain.
 
 * ``lc-embeddings-filter``: ``EmbeddingsFilter`` with the benchmark's embedder.
 * ``lc-llm-filter``: ``LLMChainFilter.from_llm`` with the local LM wrapped as a LangChain
@@ -21,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from neocorrag_core.eval.methods import MethodOutput
-from neocorrag_core.eval.reader import chat_prompt_ids, greedy_generate
-from neocorrag_core.miner import EvidenceChainMiner
+from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
+from neocorrag_core.generation import chat_prompt_ids, greedy_generate, input_ids_tensor
 from neocorrag_core.models import LanguageModel, TextEmbedder
+from neocorrag_core.rendering import render_passage
 from neocorrag_core.types import Passage
 
 try:
@@ -64,7 +65,13 @@ class LocalChatLLM(LLM):
     def _llm_type(self) -> str:
         return "neocorrag-local"
 
-    def _call(self, prompt: str, stop: list[str] | None = None, **kwargs: Any) -> str:
+    def _call(
+        self,
+        prompt: str,
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> str:
         lm: LanguageModel = self.lm
         with lm.lock:
             ids = chat_prompt_ids(lm, prompt)
@@ -94,10 +101,7 @@ class LangChainEmbeddings(Embeddings):
 
 def to_documents(passages: Sequence[Passage]) -> list[Document]:
     """Passages as LangChain documents (``title: text``), keeping the id in metadata."""
-    return [
-        Document(page_content=f"{p.title}: {p.text}" if p.title else p.text, metadata={"id": p.id})
-        for p in passages
-    ]
+    return [Document(page_content=render_passage(p), metadata={"id": p.id}) for p in passages]
 
 
 def _kept(passages: Sequence[Passage], documents: Sequence[Document]) -> list[Passage]:
@@ -116,13 +120,16 @@ class EmbeddingsFilterMethod:
             embeddings=LangChainEmbeddings(embedder), similarity_threshold=threshold
         )
 
-    def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
+    def refine(self, call: MethodInput) -> MethodOutput:
         """Keep the documents whose embedding is similar enough to the question."""
+        question, passages = call.question, call.passages
         started = time.perf_counter()
         kept = self.filter.compress_documents(to_documents(passages), question)
         seconds = time.perf_counter() - started
         return MethodOutput(
-            _kept(passages, kept), timings={"filter": seconds}, info={"threshold": self.threshold}
+            passages=_kept(passages, kept),
+            timings={"filter": seconds},
+            info={"threshold": self.threshold},
         )
 
 
@@ -135,8 +142,9 @@ class LLMChainFilterMethod:
         self.counter = TokenCounter()
         self.filter = LLMChainFilter.from_llm(LocalChatLLM(lm=lm, counter=self.counter))
 
-    def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
+    def refine(self, call: MethodInput) -> MethodOutput:
         """Ask the LM YES/NO per document, as LangChain does."""
+        question, passages = call.question, call.passages
         self.counter.prompt = self.counter.generated = 0
         started = time.perf_counter()
         kept: list[Document] = []
@@ -147,7 +155,7 @@ class LLMChainFilterMethod:
             except ValueError:  # BooleanOutputParser: neither YES nor NO in the answer
                 parse_errors += 1
         return MethodOutput(
-            _kept(passages, kept),
+            passages=_kept(passages, kept),
             prompt_tokens=self.counter.prompt,
             generated_tokens=self.counter.generated,
             timings={"filter": time.perf_counter() - started},
@@ -170,8 +178,9 @@ class LogitsYesNoFilterMethod:
         self.yes = _first_token_ids(lm, ["YES", "Yes", " YES", " Yes"])
         self.no = _first_token_ids(lm, ["NO", "No", " NO", " No"])
 
-    def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
+    def refine(self, call: MethodInput) -> MethodOutput:
         """One forward pass per document; keep it when YES outscores NO."""
+        question, passages = call.question, call.passages
         import torch
 
         started = time.perf_counter()
@@ -183,7 +192,7 @@ class LogitsYesNoFilterMethod:
             with self.lm.lock:
                 ids = chat_prompt_ids(self.lm, text)
                 with torch.inference_mode():
-                    logits = self.lm.model(torch.tensor([ids])).logits[0, -1].float()
+                    logits = self.lm.model(input_ids_tensor(self.lm, [ids])).logits[0, -1].float()
             prompt_tokens += len(ids)
             yes, no = float(logits[self.yes].max()), float(logits[self.no].max())
             # P(YES | YES or NO) from the two best logits: how close each call came to YES.
@@ -191,17 +200,18 @@ class LogitsYesNoFilterMethod:
             if yes > no:
                 kept.append(passage)
         return MethodOutput(
-            kept,
+            passages=kept,
             prompt_tokens=prompt_tokens,
             timings={"filter": time.perf_counter() - started},
             info={"p_yes": p_yes},
         )
 
 
-def build(name: str, miner: EvidenceChainMiner, *, embeddings_threshold: float) -> Any:
-    """The baseline called ``name``, using the miner's embedder and LM."""
+def build(name: str, context: BuildContext) -> Any:
+    """The baseline called ``name``, on the context miner's embedder and LM."""
+    miner = context.miner
     if name == "lc-embeddings-filter":
-        return EmbeddingsFilterMethod(miner.embedder, embeddings_threshold)
+        return EmbeddingsFilterMethod(miner.embedder, context.embeddings_threshold)
     if name == "lc-llm-filter":
         return LLMChainFilterMethod(miner.lm)
     if name == "lc-llm-filter-logits":

@@ -34,12 +34,13 @@ from pydantic import Field, ValidationError
 
 from neocorrag_core.evireform import EvidenceReformulator, ReformulationConfig, RetrievalError
 from neocorrag_integrations._common import SourceDocument
-from neocorrag_integrations._reformulation import REFORMULATION_KEYS, ReformulationCall
+from neocorrag_integrations._reformulation import ReformulationCall
 from neocorrag_integrations.langchain import (
     EvidenceReformulationRetriever,
     NeocorRAGCompressor,
     is_evidence_chain_document,
 )
+from neocorrag_integrations.metadata_keys import REFORMULATION_KEYS
 
 
 def corpus_documents(*, ids: bool = True) -> list[Document]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from neocorrag_core.graph import EvidenceGraph, normalize_entity
-from neocorrag_core.refine import refine_passages, render_chains
+from neocorrag_core.refine import refine_passages
+from neocorrag_core.rendering import render_chains
 from neocorrag_core.types import (
     EvidenceChain,
     KeepReason,

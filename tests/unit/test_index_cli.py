@@ -83,7 +83,7 @@ def test_index_reports_bad_input_without_a_traceback(tmp_path: Path, capsys) -> 
     bad = tmp_path / "bad.json"
     bad.write_text('{"foo": 1}', encoding="utf-8")
     assert main(["index", str(bad), "--store", str(tmp_path / "s.sqlite"), "-q"]) == 2
-    assert "cannot tell the corpus format" in capsys.readouterr().err
+    assert "cannot tell the format" in capsys.readouterr().err
     assert main(["index", str(tmp_path / "missing.json"), "-q"]) == 2
     with pytest.raises(SystemExit):
         main(["index", str(bad), "--batch-size", "0"])

@@ -109,9 +109,9 @@ def test_whitespace_variants_are_duplicates_empty_texts_dropped(tmp_path: Path) 
     [
         ("", "is empty"),
         ("{not json\nat all", "neither JSON"),
-        ('{"foo": 1}', "cannot tell the corpus format"),
-        ('[{"foo": 1}]', "cannot tell the corpus format"),
-        ("42", "cannot tell the corpus format"),
+        ('{"foo": 1}', "cannot tell the format"),
+        ('[{"foo": 1}]', "cannot tell the format"),
+        ("42", "cannot tell the format"),
         ('[{"title": "A", "text": ""}]', "no passage with text"),
     ],
 )

@@ -1,4 +1,4 @@
-"""The methods compared on the same retrieved top-k: what each hands to the reader.
+"""The benchmark methods that refine the shared top-k (registered in ``registry``).
 
 * ``none``: the retrieved passages unchanged.
 * ``neocorrag-beam`` / ``-rank`` / ``-none``: the miner with that decoding mode; its
@@ -7,46 +7,21 @@
   ``ablation-naive-search`` (``MinerConfig.search="naive"``),
   ``ablation-free-decoding`` (beam search without the trie, see
   :class:`FreeDecodingAblation`), ``ablation-no-filter`` (``filter_passages=False``).
-* LangChain baselines (imported only when asked for): ``lc-embeddings-filter``,
-  ``lc-llm-filter`` and ``lc-llm-filter-logits``; see ``langchain_baselines``.
-* EviReform methods, which search again instead of refining the top-k: ``evireform``,
-  its controls ``evireform-repeat`` and ``evireform-rerank``, and ``evireform-neocorrag``;
-  see ``evireform_methods``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any
 
+from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
+from neocorrag_core.generation import input_ids_tensor, neutral_settings
 from neocorrag_core.miner import EvidenceChainMiner
-from neocorrag_core.refine import passthrough, refine_passages, render_chains
+from neocorrag_core.refine import passthrough, refine_passages
+from neocorrag_core.rendering import render_chains
 from neocorrag_core.types import EvidenceChain, MiningResult, Passage, Triple
 
-METHODS: dict[str, str] = {
-    "none": "no refinement: the retrieved top-k",
-    "neocorrag-beam": "neocorrag, trie-constrained beam decoding",
-    "neocorrag-rank": "neocorrag, exact candidate ranking",
-    "neocorrag-none": "neocorrag, search scores only (no LM)",
-    "ablation-naive-search": "neocorrag-beam with naive chain search (Table 2)",
-    "ablation-free-decoding": "neocorrag-beam without constrained decoding (Table 2)",
-    "ablation-no-filter": "neocorrag-beam without document filtering (Table 2)",
-    "lc-embeddings-filter": "LangChain EmbeddingsFilter (same embedder)",
-    "lc-llm-filter": "LangChain LLMChainFilter (same LM, generated YES/NO)",
-    "lc-llm-filter-logits": "LLMChainFilter prompt, YES/NO read from next-token logits",
-    "evireform": "EviReform: residual queries, mixing, propagation",
-    "evireform-repeat": "EviReform control: the original question asked again",
-    "evireform-rerank": "EviReform control: residual queries re-score the first pool only",
-    "evireform-neocorrag": "EviReform top-k, then neocorrag-beam refinement",
-}
-EVIREFORM_METHOD_NAMES = (
-    "evireform",
-    "evireform-repeat",
-    "evireform-rerank",
-    "evireform-neocorrag",
-)
 NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
     "neocorrag-beam": {"decoding": "beam"},
     "neocorrag-rank": {"decoding": "rank"},
@@ -54,29 +29,7 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
     "ablation-naive-search": {"decoding": "beam", "search": "naive"},
     "ablation-no-filter": {"decoding": "beam", "filter_passages": False},
 }
-LANGCHAIN_METHODS = ("lc-embeddings-filter", "lc-llm-filter", "lc-llm-filter-logits")
-
-
-@dataclass
-class MethodOutput:
-    """What a method gives the reader, and what producing it cost."""
-
-    passages: list[Passage]
-    chain_text: str = ""
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
-    timings: dict[str, float] = field(default_factory=dict)
-    info: dict[str, Any] = field(default_factory=dict)
-
-
-class Method(Protocol):
-    """Refines a question's retrieved passages for the reader."""
-
-    name: str
-
-    def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
-        """The reader's context for ``question`` from the retrieved ``passages``."""
-        ...
+"""The miner's per-method config overrides."""
 
 
 class NoRefinement:
@@ -84,9 +37,9 @@ class NoRefinement:
 
     name = "none"
 
-    def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
+    def refine(self, call: MethodInput) -> MethodOutput:
         """Pass everything through."""
-        return MethodOutput(list(passages))
+        return MethodOutput(list(call.passages))
 
 
 def _mining_info(result: MiningResult) -> dict[str, Any]:
@@ -134,20 +87,21 @@ class NeocorragMethod:
         # A reused result: its recorded timings, not this call's ~0 s, are the method's cost.
         return replace(result, timings={**result.timings, "reused": 1.0})
 
-    def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
+    def refine(self, call: MethodInput) -> MethodOutput:
         """Mine chains; the kept passages and the chain block go to the reader."""
-        result = self._mine(question, list(passages))
+        passages = list(call.passages)
+        result = self._mine(call.question, passages)
         reused = result.timings.pop("reused", None) is not None
         if not self.overrides.get("filter_passages", True) and not result.fallback:
-            result = replace(result, kept=passthrough(list(passages)), dropped=[])
+            result = replace(result, kept=passthrough(passages), dropped=[])
         info = {**_mining_info(result), "reused_chains": reused}
         return MethodOutput(
-            result.passages,
-            result.chain_text,
-            result.prompt_tokens,
-            result.generated_tokens,
-            dict(result.timings),
-            info,
+            passages=result.passages,
+            chain_text=result.chain_text,
+            prompt_tokens=result.prompt_tokens,
+            generated_tokens=result.generated_tokens,
+            timings=dict(result.timings),
+            info=info,
         )
 
 
@@ -178,21 +132,22 @@ class FreeDecodingAblation:
         self.miner = miner
         self.max_new_tokens = max_new_tokens
 
-    def refine(self, question: str, passages: Sequence[Passage]) -> MethodOutput:
+    def refine(self, call: MethodInput) -> MethodOutput:
         """Search candidates, generate chains freely, filter by the hops they contain."""
+        question, passages = call.question, list(call.passages)
         config = self.miner.config
         # decoding="none" with beam_width = M returns every candidate of stage a.
         searched = self.miner.mine(
-            question, list(passages), decoding="none", beam_width=config.num_candidates
+            question, passages, decoding="none", beam_width=config.num_candidates
         )
         timings = dict(searched.timings)
         timings.pop("refine", None)
         info = _mining_info(searched)
         if searched.fallback:
-            return MethodOutput(list(passages), timings=timings, info=info)
+            return MethodOutput(passages=passages, timings=timings, info=info)
         started = time.perf_counter()
         texts, prompt_tokens, generated_tokens = self._generate(
-            question, searched.query_entities, list(passages)
+            question, searched.query_entities, passages
         )
         timings["decode"] = time.perf_counter() - started
         candidates = searched.chains
@@ -204,7 +159,7 @@ class FreeDecodingAblation:
             for text in texts
         ]
         started = time.perf_counter()
-        kept, dropped = refine_passages(list(passages), chains, config.top_n)
+        kept, dropped = refine_passages(passages, chains, config.top_n)
         timings["refine"] = time.perf_counter() - started
         candidate_texts = {c.text for c in candidates}
         info.update(
@@ -214,12 +169,12 @@ class FreeDecodingAblation:
             generated_chains=texts,
         )
         return MethodOutput(
-            [k.passage for k in kept],
-            render_chains(chains),
-            prompt_tokens,
-            generated_tokens,
-            timings,
-            info,
+            passages=[k.passage for k in kept],
+            chain_text=render_chains(chains),
+            prompt_tokens=prompt_tokens,
+            generated_tokens=generated_tokens,
+            timings=timings,
+            info=info,
         )
 
     def _generate(
@@ -231,24 +186,18 @@ class FreeDecodingAblation:
         with lm.lock:
             prompt = self.miner.decoding_prompt_ids(question, entities, passages, config)
             end_id = lm.end_of_turn_id
-            inputs = torch.tensor([prompt])
+            inputs = input_ids_tensor(lm, [prompt])
             beams = max(2, config.beam_width)
             with torch.inference_mode():
                 output = lm.model.generate(
                     inputs,
                     attention_mask=torch.ones_like(inputs),
                     max_new_tokens=self.max_new_tokens,
-                    do_sample=False,
                     num_beams=beams,
                     num_return_sequences=config.beam_width,
-                    early_stopping="never",
-                    length_penalty=1.0,
-                    repetition_penalty=1.0,
-                    temperature=None,
-                    top_p=None,
-                    top_k=None,
                     eos_token_id=end_id,
                     pad_token_id=lm.tokenizer.pad_token_id or end_id,
+                    **neutral_settings(beams=True),
                 )
             steps = output.shape[1] - len(prompt)
             texts = []
@@ -260,54 +209,29 @@ class FreeDecodingAblation:
         return texts, len(prompt), steps * beams
 
 
-def build_methods(
-    names: Sequence[str],
-    miner: EvidenceChainMiner,
-    *,
-    embeddings_threshold: float = 0.5,
-    evireform_overrides: dict[str, Any] | None = None,
-) -> list[Method]:
-    """Method objects for ``names`` (see :data:`METHODS`), sharing the miner's models."""
-    unknown = [n for n in names if n not in METHODS]
-    if unknown:
-        raise ValueError(
-            f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}"
-        )
-    methods: list[Method] = []
-    memo: dict[Any, MiningResult] = {}
-    evireform: dict[str, Any] = {}
-    if any(n in EVIREFORM_METHOD_NAMES for n in names):
-        from neocorrag_core.eval.evireform_methods import build_evireform_methods
-        from neocorrag_core.evireform import ReformulationConfig
+def build_none(name: str, context: BuildContext) -> NoRefinement:
+    """Factory of ``none``."""
+    return NoRefinement()
 
-        config = ReformulationConfig().with_overrides(**(evireform_overrides or {}))
-        evireform = build_evireform_methods(names, miner, config)
-    for name in names:
-        if name in evireform:
-            methods.append(evireform[name])
-        elif name == "none":
-            methods.append(NoRefinement())
-        elif name in NEOCORRAG_METHODS:
-            methods.append(NeocorragMethod(name, miner, memo, **NEOCORRAG_METHODS[name]))
-        elif name == "ablation-free-decoding":
-            methods.append(FreeDecodingAblation(miner))
-        else:
-            # LangChain is a benchmark-only dependency: imported only when its methods run.
-            from neocorrag_core.eval import langchain_baselines
 
-            methods.append(
-                langchain_baselines.build(name, miner, embeddings_threshold=embeddings_threshold)
-            )
-    return methods
+def build_miner(name: str, context: BuildContext) -> NeocorragMethod:
+    """Factory of the miner variants (:data:`NEOCORRAG_METHODS`); they share one memo."""
+    memo: dict[Any, MiningResult] = context.shared.setdefault("mining_memo", {})
+    return NeocorragMethod(name, context.miner, memo, **NEOCORRAG_METHODS[name])
+
+
+def build_free_decoding(name: str, context: BuildContext) -> FreeDecodingAblation:
+    """Factory of ``ablation-free-decoding``."""
+    return FreeDecodingAblation(context.miner)
 
 
 __all__ = [
-    "LANGCHAIN_METHODS",
-    "METHODS",
+    "NEOCORRAG_METHODS",
     "FreeDecodingAblation",
-    "Method",
-    "MethodOutput",
     "NeocorragMethod",
     "NoRefinement",
-    "build_methods",
+    "build_free_decoding",
+    "build_miner",
+    "build_none",
+    "hop_text",
 ]

@@ -17,7 +17,7 @@ def passages() -> list[Passage]:
 
 
 def test_models_load_once_when_many_threads_ask_at_the_same_time(monkeypatch, tiny_lm):
-    import neocorrag_core.models as models
+    import neocorrag_core.models.lazy as lazy
 
     calls = []
 
@@ -26,7 +26,7 @@ def test_models_load_once_when_many_threads_ask_at_the_same_time(monkeypatch, ti
         time.sleep(0.2)  # widen the window in which a second load could start
         return tiny_lm
 
-    monkeypatch.setattr(models, "resolve_lm", slow_resolve_lm)
+    monkeypatch.setattr(lazy, "resolve_lm", slow_resolve_lm)
     miner = EvidenceChainMiner(lm="some/folder")
     start = threading.Barrier(8)
     seen = []

@@ -1,0 +1,83 @@
+"""The one contract every benchmark method follows: plain data in, plain data out.
+
+A method gets a :class:`MethodInput` (the question, the shared retrieved top-k, and the
+same search that produced it, for methods that retrieve again) and returns a
+:class:`MethodOutput` (what the reader sees and what producing it cost). Factories build
+methods from a :class:`BuildContext`; the registry (``registry``) maps names to factories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from neocorrag_core.cost import Cost
+from neocorrag_core.types import Passage
+
+if TYPE_CHECKING:
+    from neocorrag_core.miner import EvidenceChainMiner
+
+SearchFn = Callable[[str, int], list[Passage]]
+"""``search(query, k)``: the benchmark's retrieval (per-question or corpus pool)."""
+
+
+@dataclass(frozen=True)
+class MethodInput:
+    """What a method is given for one question."""
+
+    question: str
+    passages: Sequence[Passage]
+    """The shared retrieved top-k, best first (every method sees the same)."""
+    search: SearchFn
+    """The retrieval that produced ``passages``; methods that search again call it."""
+    k: int
+    """How many passages the retrieval step returned (the size of the top-k)."""
+
+
+@dataclass
+class MethodOutput(Cost):
+    """What a method gives the reader, and what producing it cost (:class:`Cost`)."""
+
+    passages: list[Passage]
+    chain_text: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+    """Method-specific details recorded with the result (fallbacks, counts, ...)."""
+
+
+class Method(Protocol):
+    """Turns a question's retrieved passages into the reader's context."""
+
+    name: str
+
+    def refine(self, call: MethodInput) -> MethodOutput:
+        """The reader's context for ``call.question``."""
+        ...
+
+
+@dataclass
+class BuildContext:
+    """What factories build methods from; methods built together share one context.
+
+    ``shared`` lets methods of one run share work: e.g. every neocorrag variant reads the
+    same mining memo, and every EviReform variant the same reformulation loop.
+    """
+
+    miner: EvidenceChainMiner
+    embeddings_threshold: float = 0.5
+    evireform_overrides: dict[str, Any] = field(default_factory=dict)
+    shared: dict[str, Any] = field(default_factory=dict)
+
+
+MethodFactory = Callable[[str, BuildContext], Method]
+"""``factory(name, context) -> Method``: builds the method registered as ``name``."""
+
+
+__all__ = [
+    "BuildContext",
+    "Method",
+    "MethodFactory",
+    "MethodInput",
+    "MethodOutput",
+    "SearchFn",
+]

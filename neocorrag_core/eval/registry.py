@@ -1,0 +1,147 @@
+"""Which benchmark methods exist, and how each is built: a registry of lazy factories.
+
+Each :class:`MethodSpec` names its factory as ``"module:function"``; the module is
+imported only when the method is built, so listing methods (``neocorrag eval --help``)
+imports no model code and no framework. Methods from other packages register through
+the ``neocorrag.eval_methods`` entry point group: each entry point is a
+:class:`MethodSpec` (``neocorrag_integrations.bench`` registers LangChain's filters this
+way, which keeps ``neocorrag_core`` free of any framework import).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+
+from neocorrag_core.eval.protocol import BuildContext, Method, MethodFactory
+
+logger = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "neocorrag.eval_methods"
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A benchmark method: its name, one line saying what it does, and its factory."""
+
+    name: str
+    description: str
+    factory: str
+    """``"package.module:function"``, a :data:`~neocorrag_core.eval.protocol.MethodFactory`."""
+    requires: str = ""
+    """What to install when the factory's imports fail (shown in the error)."""
+
+    def load_factory(self) -> MethodFactory:
+        """Import the factory (the method's module is imported here, not before)."""
+        module_name, _, attr = self.factory.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as err:
+            hint = f"; install {self.requires}" if self.requires else ""
+            raise ImportError(f"method {self.name!r} cannot be built ({err}){hint}") from err
+        factory: MethodFactory = getattr(module, attr)
+        return factory
+
+
+_REFINERS = "neocorrag_core.eval.refiners"
+_EVIREFORM = "neocorrag_core.eval.evireform_methods"
+
+BUILTIN_METHODS: tuple[MethodSpec, ...] = (
+    MethodSpec("none", "no refinement: the retrieved top-k", f"{_REFINERS}:build_none"),
+    MethodSpec(
+        "neocorrag-beam", "neocorrag, trie-constrained beam decoding", f"{_REFINERS}:build_miner"
+    ),
+    MethodSpec("neocorrag-rank", "neocorrag, exact candidate ranking", f"{_REFINERS}:build_miner"),
+    MethodSpec(
+        "neocorrag-none", "neocorrag, search scores only (no LM)", f"{_REFINERS}:build_miner"
+    ),
+    MethodSpec(
+        "ablation-naive-search",
+        "neocorrag-beam with naive chain search (Table 2)",
+        f"{_REFINERS}:build_miner",
+    ),
+    MethodSpec(
+        "ablation-free-decoding",
+        "neocorrag-beam without constrained decoding (Table 2)",
+        f"{_REFINERS}:build_free_decoding",
+    ),
+    MethodSpec(
+        "ablation-no-filter",
+        "neocorrag-beam without document filtering (Table 2)",
+        f"{_REFINERS}:build_miner",
+    ),
+    MethodSpec(
+        "evireform", "EviReform: residual queries, mixing, propagation", f"{_EVIREFORM}:build"
+    ),
+    MethodSpec(
+        "evireform-repeat",
+        "EviReform control: the original question asked again",
+        f"{_EVIREFORM}:build",
+    ),
+    MethodSpec(
+        "evireform-rerank",
+        "EviReform control: residual queries re-score the first pool only",
+        f"{_EVIREFORM}:build",
+    ),
+    MethodSpec(
+        "evireform-neocorrag",
+        "EviReform top-k, then neocorrag-beam refinement",
+        f"{_EVIREFORM}:build",
+    ),
+)
+
+
+def _plugin_specs() -> list[MethodSpec]:
+    specs: list[MethodSpec] = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            spec = point.load()
+        except Exception as err:  # a broken plug-in must not break the benchmark's own methods
+            logger.warning("skipping eval method %r: its entry point failed (%s)", point.name, err)
+            continue
+        if not isinstance(spec, MethodSpec) or spec.name != point.name:
+            logger.warning(
+                "skipping eval method %r: its entry point is not a MethodSpec of that name",
+                point.name,
+            )
+            continue
+        specs.append(spec)
+    return specs
+
+
+def available_methods() -> dict[str, MethodSpec]:
+    """Every method by name: the built-in ones first, then registered plug-ins."""
+    methods = {spec.name: spec for spec in BUILTIN_METHODS}
+    for spec in _plugin_specs():
+        if spec.name in methods:
+            logger.warning("ignoring plug-in eval method %r: the name is taken", spec.name)
+            continue
+        methods[spec.name] = spec
+    return methods
+
+
+def method_descriptions() -> dict[str, str]:
+    """Name -> one-line description of every available method."""
+    return {name: spec.description for name, spec in available_methods().items()}
+
+
+def build_methods(names: Sequence[str], context: BuildContext) -> list[Method]:
+    """The methods called ``names``, built together so they share ``context.shared``."""
+    specs = available_methods()
+    unknown = [n for n in names if n not in specs]
+    if unknown:
+        raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(specs)}")
+    return [specs[name].load_factory()(name, context) for name in names]
+
+
+__all__ = [
+    "BUILTIN_METHODS",
+    "ENTRY_POINT_GROUP",
+    "MethodSpec",
+    "available_methods",
+    "build_methods",
+    "method_descriptions",
+]

