@@ -4,6 +4,7 @@
   is kept, dropped and why;
 * ``neocorrag eval``: the benchmark harness (:mod:`neocorrag_core.eval`);
 * ``neocorrag index``: extract the triples of a corpus into a triple store, resumably;
+* ``neocorrag doctor``: the CPU, the LM float format chosen for it and why, the threads;
 * ``neocorrag --version``.
 
 Errors the user can fix (bad input, a missing extra, a missing file) print one line and
@@ -142,7 +143,10 @@ def run_demo(args: argparse.Namespace) -> int:
         )
         started = time.perf_counter()
         lm = miner.lm
-        print(f"  {lm.name} ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        seconds = time.perf_counter() - started
+        dtype = str(getattr(lm.model, "dtype", "")).removeprefix("torch.")
+        print(f"  {lm.name} ready in {seconds:.1f} s, {dtype}", file=sys.stderr)
+        print(f"  float format: {lm.dtype_reason}", file=sys.stderr)
     kept_gold = retrieved_gold = kept_total = retrieved_total = 0
     for i, item in enumerate(questions, start=1):
         passages = [
@@ -172,6 +176,21 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _assignments(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
+    """``["tau_edge=0.3", "decoding=rank"]`` -> ``{"tau_edge": 0.3, "decoding": "rank"}``
+    (values are read as JSON where they parse, else kept as text)."""
+    out: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{flag} takes KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """Run (or resume) the benchmark and print where the report is."""
     from neocorrag_core.eval.runner import EvalSettings, run_evaluation
@@ -182,6 +201,7 @@ def run_eval(args: argparse.Namespace) -> int:
         out=args.out,
         methods=methods,
         limit=args.limit,
+        split=args.split,
         top_k=args.top_k,
         pool=args.pool,
         corpus=args.corpus,
@@ -196,6 +216,8 @@ def run_eval(args: argparse.Namespace) -> int:
         bootstrap=args.bootstrap,
         plots=not args.no_plots,
         contexts_from=args.contexts_from,
+        miner_overrides=_assignments(args.miner, "--miner"),
+        evireform_overrides=_assignments(args.evireform, "--evireform"),
     )
     results = run_evaluation(settings)
     out = Path(args.out)
@@ -220,6 +242,25 @@ def add_eval_parser(sub: Any) -> None:
     ev.add_argument("--data", required=True, help="QA file (HotpotQA, 2Wiki, MuSiQue; detected)")
     ev.add_argument("--out", required=True, help="output folder (cache, results, report, plots)")
     ev.add_argument("--limit", type=int, default=None, help="first N usable questions only")
+    ev.add_argument(
+        "--split",
+        choices=["tune", "report"],
+        default=None,
+        help="only that half of the questions (fixed by a hash of the question id; tune "
+        "settings on 'tune', report numbers on 'report')",
+    )
+    ev.add_argument(
+        "--miner",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a MinerConfig field for the neocorrag methods, e.g. --miner prompt_context=sentences",
+    )
+    ev.add_argument(
+        "--evireform",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a ReformulationConfig field for the EviReform methods",
+    )
     ev.add_argument(
         "--methods",
         nargs="+",
@@ -358,6 +399,29 @@ def add_index_parser(sub: Any) -> None:
     ix.set_defaults(func=run_index)
 
 
+def run_doctor(args: argparse.Namespace) -> int:
+    """Print what this machine runs the LMs with: CPU, float format and why, threads."""
+    from neocorrag_core.models import bundled_lm_path, default_cache_dir
+    from neocorrag_core.models.cpu import choose_cpu_dtype, cpu_info, describe
+
+    if args.probe:  # forget the cached probe so the formats are timed again
+        (default_cache_dir() / "cpu-dtype-probe.json").unlink(missing_ok=True)
+    info = cpu_info()
+    report = describe(choose_cpu_dtype(info), info)
+    try:
+        converted = bundled_lm_path(show_progress=False)
+        report["bundled LM"] = f"converted at {converted}"
+    except (ImportError, OSError, RuntimeError) as exc:
+        report["bundled LM"] = f"not available ({exc})"
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        width = max(len(k) for k in report)
+        for key, value in report.items():
+            print(f"{key:<{width}}  {value}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``neocorrag`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -387,6 +451,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=run_demo)
     add_eval_parser(sub)
     add_index_parser(sub)
+    doctor = sub.add_parser(
+        "doctor",
+        help="show the CPU, the LM float format chosen for it and why, and the threads",
+        description="Print the CPU's model and bf16 flags, the float format LMs load in "
+        "(with the reason: capability, timed probe or NEOCORRAG_DTYPE), torch threads, and "
+        "whether the bundled LM is converted (converting it if its parts are installed).",
+    )
+    doctor.add_argument("--probe", action="store_true", help="time both formats again")
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+    doctor.set_defaults(func=run_doctor)
     return parser
 
 

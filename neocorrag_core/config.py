@@ -8,6 +8,7 @@ from typing import Any, Literal
 DecodingMode = Literal["beam", "rank", "none"]
 EntityMode = Literal["auto", "ngram", "spacy"]
 SearchMode = Literal["activated", "naive"]
+PromptContext = Literal["passages", "sentences"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,10 @@ class MinerConfig:
             prompt (Table 5, "Number of GCD Docs": 5); bounds prefill cost when 20-50
             passages are retrieved.
         max_passage_chars: each passage is cut to this length in the prompt.
+        prompt_context: ``"passages"`` shows each prompt passage cut to
+            ``max_passage_chars``; ``"sentences"`` shows only its sentences that mention
+            an entity of a candidate triple it supplied (its lead sentence when none
+            does), which is what the LM needs to judge the candidates, in fewer tokens.
         rank_batch_size: candidates scored per forward pass in ``"rank"`` mode.
 
     Stage c (refine)
@@ -81,6 +86,7 @@ class MinerConfig:
     include_passages_in_prompt: bool = True
     prompt_passages: int = 5
     max_passage_chars: int = 700
+    prompt_context: PromptContext = "passages"
     rank_batch_size: int = 16
 
     top_n: int = 2
@@ -119,6 +125,10 @@ class MinerConfig:
             raise ValueError(f"top_n must be >= 0, got {self.top_n}")
         if self.decoding not in ("beam", "rank", "none"):
             raise ValueError(f"decoding must be 'beam', 'rank' or 'none', got {self.decoding!r}")
+        if self.prompt_context not in ("passages", "sentences"):
+            raise ValueError(
+                f"prompt_context must be 'passages' or 'sentences', got {self.prompt_context!r}"
+            )
         if self.search not in ("activated", "naive"):
             raise ValueError(f"search must be 'activated' or 'naive', got {self.search!r}")
         if self.query_entities not in ("auto", "ngram", "spacy"):

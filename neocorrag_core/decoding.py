@@ -25,12 +25,13 @@ import copy
 import inspect
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from neocorrag_core.generation import chat_prompt_ids, model_device, neutral_settings
 from neocorrag_core.models import LanguageModel, end_of_turn_token_id
+from neocorrag_core.rendering import focus_text
 from neocorrag_core.types import Passage
 
 logger = logging.getLogger(__name__)
@@ -114,13 +115,20 @@ def build_prompt_ids(
     *,
     max_passage_chars: int = 700,
     include_passages: bool = True,
+    focus: Mapping[str, Sequence[str]] | None = None,
 ) -> list[int]:
-    """Token ids of the instruction after which the candidate chain tokens are appended."""
+    """Token ids of the instruction after which the candidate chain tokens are appended.
+
+    ``focus`` (passage id -> entity names) shows each passage as only the sentences that
+    mention its names (:func:`~neocorrag_core.rendering.focus_text`); ``None`` shows the
+    passages cut to ``max_passage_chars``.
+    """
     text = _prompt_text(
         question,
         entities,
         passages if include_passages else (),
         max_passage_chars=max_passage_chars,
+        focus=focus,
     )
     return chat_prompt_ids(lm, text, plain_suffix="\nEvidence chain:\n")
 
@@ -131,6 +139,7 @@ def _prompt_text(
     passages: Sequence[Passage],
     *,
     max_passage_chars: int,
+    focus: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """The instruction body: task, question, key entities and the numbered, cut passages."""
     lines = [
@@ -145,16 +154,24 @@ def _prompt_text(
     if names:
         lines.append(f"Key entities: {'; '.join(names)}")
     if passages:
-        lines += ["", "Passages:", *numbered_passages(passages, max_passage_chars)]
+        lines += ["", "Passages:", *numbered_passages(passages, max_passage_chars, focus)]
     lines += ["", "Reply with the evidence chain only."]
     return "\n".join(lines)
 
 
-def numbered_passages(passages: Sequence[Passage], max_passage_chars: int) -> list[str]:
-    """Prompt lines ``[n] title: text``, each passage's text cut to ``max_passage_chars``."""
+def numbered_passages(
+    passages: Sequence[Passage],
+    max_passage_chars: int,
+    focus: Mapping[str, Sequence[str]] | None = None,
+) -> list[str]:
+    """Prompt lines ``[n] title: text``, each passage's text cut to ``max_passage_chars``
+    (with ``focus``: only its sentences that mention the names given for its id)."""
     lines = []
     for number, passage in enumerate(passages, start=1):
-        body = " ".join(passage.text.split())[: max(0, max_passage_chars)]
+        if focus is None:
+            body = " ".join(passage.text.split())[: max(0, max_passage_chars)]
+        else:
+            body = focus_text(passage.text, focus.get(passage.id, ()), max_passage_chars)
         title = " ".join(passage.title.split())
         lines.append(f"[{number}] {title}: {body}" if title else f"[{number}] {body}")
     return lines

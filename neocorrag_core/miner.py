@@ -171,11 +171,18 @@ class EvidenceChainMiner:
         )
 
     def decoding_prompt_ids(
-        self, query: str, entities: list[str], passages: list[Passage], config: MinerConfig
+        self,
+        query: str,
+        entities: list[str],
+        passages: list[Passage],
+        config: MinerConfig,
+        candidates: Sequence[EvidenceChain] = (),
     ) -> list[int]:
         """Stage b's prompt (question, entities, top passages) as the config shapes it.
 
-        Callers must hold ``self.lm.lock``: the tokenizer is shared between threads.
+        With ``prompt_context="sentences"`` each passage shows only the sentences that
+        mention an entity of a candidate triple it supplied. Callers must hold
+        ``self.lm.lock``: the tokenizer is shared between threads.
         """
         from neocorrag_core.decoding import build_prompt_ids
 
@@ -186,6 +193,7 @@ class EvidenceChainMiner:
             passages[: config.prompt_passages],
             max_passage_chars=config.max_passage_chars,
             include_passages=config.include_passages_in_prompt,
+            focus=candidate_focus(candidates) if config.prompt_context == "sentences" else None,
         )
 
     def _decode(
@@ -206,7 +214,7 @@ class EvidenceChainMiner:
         # One lock around the whole stage: the tokenizer and the model are shared by every
         # thread (async adapters run mining in worker threads), and neither is safe to share.
         with lm.lock:
-            prompt_ids = self.decoding_prompt_ids(query, entities, passages, config)
+            prompt_ids = self.decoding_prompt_ids(query, entities, passages, config, candidates)
             if config.decoding == "beam":
                 output = beam_decode(lm, prompt_ids, texts, num_beams=config.beam_width)
             else:
@@ -259,4 +267,17 @@ def _unique_by_text(chains: list[EvidenceChain]) -> list[EvidenceChain]:
     return unique
 
 
-__all__ = ["EvidenceChainMiner"]
+def candidate_focus(candidates: Sequence[EvidenceChain]) -> dict[str, list[str]]:
+    """Passage id -> the entities of the candidate triples it supplied (first-seen order)."""
+    focus: dict[str, list[str]] = {}
+    for chain in candidates:
+        for triple in chain.triples:
+            for pid in triple.source_ids:
+                names = focus.setdefault(pid, [])
+                for name in (triple.subject, triple.object):
+                    if name not in names:
+                        names.append(name)
+    return focus
+
+
+__all__ = ["EvidenceChainMiner", "candidate_focus"]

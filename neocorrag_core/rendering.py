@@ -8,6 +8,7 @@ happens here once. Depends on nothing else in the package: it reads ``title``/``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
@@ -42,6 +43,30 @@ def render_passages(passages: Iterable[TitledText]) -> list[str]:
     return [render_passage(p) for p in passages]
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """``text`` cut after ``.``, ``!`` or ``?`` followed by a capital or a digit (a plain
+    rule: it may split after an abbreviation, which only shortens a focus a little)."""
+    flat = " ".join(text.split())
+    return [s for s in _SENTENCE_END.split(flat) if s] if flat else []
+
+
+def focus_text(text: str, names: Iterable[str], max_chars: int) -> str:
+    """The sentences of ``text`` that mention one of ``names`` (case-insensitive), in order,
+    or its first sentence when none does; cut to ``max_chars``.
+
+    What an LM needs to judge a fact is the sentence stating it, not the whole passage:
+    this keeps a prompt's passages to the sentences their candidate triples come from.
+    """
+    wanted = [n.casefold() for n in names if n and n.strip()]
+    sentences = split_sentences(text)
+    chosen = [s for s in sentences if any(n in s.casefold() for n in wanted)]
+    body = " ".join(chosen or sentences[:1])
+    return body[: max(0, max_chars)]
+
+
 def render_chains(chains: Sequence[HasText]) -> str:
     """A numbered block of chain texts for the answering model; '' when there are none."""
     if not chains:
@@ -65,8 +90,10 @@ __all__ = [
     "CHAIN_BLOCK_HEADER",
     "HasText",
     "TitledText",
+    "focus_text",
     "render_chains",
     "render_context",
     "render_passage",
     "render_passages",
+    "split_sentences",
 ]

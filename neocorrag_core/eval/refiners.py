@@ -146,11 +146,11 @@ class FreeDecodingAblation:
         if searched.fallback:
             return MethodOutput(passages=passages, timings=timings, info=info)
         started = time.perf_counter()
+        candidates = searched.chains
         texts, prompt_tokens, generated_tokens = self._generate(
-            question, searched.query_entities, passages
+            question, searched.query_entities, passages, candidates
         )
         timings["decode"] = time.perf_counter() - started
-        candidates = searched.chains
         triples = {t.key(): t for c in candidates for t in c.triples}.values()
         chains = [
             EvidenceChain(
@@ -178,13 +178,19 @@ class FreeDecodingAblation:
         )
 
     def _generate(
-        self, question: str, entities: list[str], passages: list[Passage]
+        self,
+        question: str,
+        entities: list[str],
+        passages: list[Passage],
+        candidates: list[EvidenceChain],
     ) -> tuple[list[str], int, int]:
         import torch
 
         config, lm = self.miner.config, self.miner.lm
         with lm.lock:
-            prompt = self.miner.decoding_prompt_ids(question, entities, passages, config)
+            prompt = self.miner.decoding_prompt_ids(
+                question, entities, passages, config, candidates
+            )
             end_id = lm.end_of_turn_id
             inputs = input_ids_tensor(lm, [prompt])
             beams = max(2, config.beam_width)

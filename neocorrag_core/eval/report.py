@@ -40,14 +40,16 @@ def cost_table(results: dict[str, Any]) -> str:
     """Markdown table: tokens per question and seconds per stage per method."""
     rows = [
         "| method | method tokens / q | reader tokens / q | retrieve s | method s | read s | "
-        "peak RSS MiB |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "method / reader call | peak RSS MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, agg in results["methods"].items():
         s = agg["seconds"]
+        read = s.get("read", 0)
+        ratio = f"{s.get('method', 0) / read:.2f}" if read else "n/a"
         rows.append(
             f"| {name} | {agg['method_tokens']:.0f} | {agg['reader_tokens']:.0f} | "
-            f"{s.get('retrieve', 0):.2f} | {s.get('method', 0):.2f} | {s.get('read', 0):.2f} | "
+            f"{s.get('retrieve', 0):.2f} | {s.get('method', 0):.2f} | {read:.2f} | {ratio} | "
             f"{agg['peak_rss_mb']:.0f} |"
         )
     return "\n".join(rows)
@@ -85,6 +87,16 @@ def pool_table(results: dict[str, Any]) -> str:
     return "\n".join(rows) if len(rows) > 2 else ""
 
 
+def _machine_lines(machine: dict[str, Any] | None) -> list[str]:
+    if not machine:
+        return []
+    return [
+        f"- machine: {machine.get('cpu')} ({machine.get('torch capability')}; bf16 flags: "
+        f"{machine.get('bf16 flags')}; torch threads {machine.get('torch threads')}); "
+        f"LM float format {machine.get('LM float format')}"
+    ]
+
+
 def render_report(results: dict[str, Any]) -> str:
     """The whole report.md for one run."""
     settings, data = results["settings"], results["data"]
@@ -106,6 +118,7 @@ def render_report(results: dict[str, Any]) -> str:
         f"- reader: `{settings['reader']}` (greedy, max {settings['max_new_tokens']} new tokens); "
         f"decoding LM: `{settings['lm'] or 'default'}`",
         f"- bootstrap: {settings['bootstrap']} paired resamples, seed {settings['seed']}",
+        *_machine_lines(results.get("machine")),
         "",
         "## Quality (percent; ATD/AID in passages)",
         "",

@@ -28,6 +28,7 @@ from neocorrag_core.eval.protocol import BuildContext, Method, MethodInput, Meth
 from neocorrag_core.eval.reader import Reader
 from neocorrag_core.eval.registry import available_methods, build_methods
 from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
+from neocorrag_core.eval.splits import SPLITS, in_split
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.types import Passage
 
@@ -56,6 +57,8 @@ class EvalSettings:
     out: str
     methods: tuple[str, ...] = DEFAULT_METHODS
     limit: int | None = None
+    split: str | None = None
+    """``"tune"`` or ``"report"``: only that half of the questions (``eval.splits``)."""
     top_k: int = 5
     pool: str = "per-question"
     corpus: str | None = None
@@ -86,6 +89,15 @@ class EvalSettings:
             raise ValueError(f"--limit must be >= 1, got {self.limit}")
         if self.top_k < 1:
             raise ValueError(f"--top-k must be >= 1, got {self.top_k}")
+        if self.split is not None and self.split not in SPLITS:
+            raise ValueError(f"--split must be one of {', '.join(SPLITS)}, got {self.split!r}")
+        from neocorrag_core.evireform import ReformulationConfig
+
+        for name, base in (("miner", MinerConfig()), ("evireform", ReformulationConfig())):
+            try:
+                base.with_overrides(**getattr(self, f"{name}_overrides"))
+            except TypeError as err:  # an unknown field: a usage error, said in one line
+                raise ValueError(f"--{name}: {err}") from None
 
     def signature(self) -> dict[str, Any]:
         """The settings that change a cached record; a resumed run must match them."""
@@ -425,7 +437,11 @@ def run_evaluation(
     from tqdm.auto import tqdm
 
     out = Path(settings.out)
-    examples, load_report = load_qa(settings.data, settings.limit)
+    if settings.split is None:
+        examples, load_report = load_qa(settings.data, settings.limit)
+    else:  # the split first, then the limit: the first N questions of that half
+        examples, load_report = load_qa(settings.data)
+        examples = in_split(examples, settings.split)[: settings.limit]  # type: ignore[arg-type]
     if not examples:
         raise ValueError(f"{settings.data}: no usable question ({load_report.summary()})")
     check_signature(out, settings)
@@ -454,8 +470,17 @@ def run_evaluation(
                         on_record(record)
                     bar.update(1)
     results = summarize(examples, settings, cache, load_report)
+    results["machine"] = machine_summary()
     write_outputs(results, out, plots=settings.plots)
     return results
+
+
+def machine_summary() -> dict[str, Any]:
+    """The CPU, its LM float format and threads, for the report (speed figures need it)."""
+    from neocorrag_core.models.cpu import choose_cpu_dtype, cpu_info, describe
+
+    info = cpu_info()
+    return describe(choose_cpu_dtype(info), info)
 
 
 def _run_one(

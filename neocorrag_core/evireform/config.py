@@ -8,6 +8,7 @@ from typing import Any, Literal
 ResidualMode = Literal["lm", "entities", "repeat"]
 SelectionMode = Literal["beam", "rank", "embedding"]
 AggregationMode = Literal["max", "sum"]
+PromptContext = Literal["passages", "sentences"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,9 @@ class ReformulationConfig:
             0.610 / 0.607 / 0.603, Chain@5 0.33 each, 2.77 / 2.46 / 2.04 queries.
         max_selection_candidates: propositions offered to the LM, best cosine first.
         selection_passages / max_passage_chars: passages shown in the selection prompt.
+        prompt_context: ``"passages"`` (cut to ``max_passage_chars``) or ``"sentences"``
+            (only the sentences that mention an entity of a candidate the passage supplied),
+            as ``MinerConfig.prompt_context``.
 
     Residual queries (stage c)
         residual_queries: ``"lm"`` (the LM writes them; bridge entities when it writes
@@ -77,6 +81,7 @@ class ReformulationConfig:
     max_selection_candidates: int = 40
     selection_passages: int = 5
     max_passage_chars: int = 400
+    prompt_context: PromptContext = "passages"
     residual_queries: ResidualMode = "lm"
     max_residual_queries: int = 3
     fill_with_entities: bool = True
@@ -93,6 +98,7 @@ class ReformulationConfig:
             "selection": ("beam", "rank", "embedding"),
             "residual_queries": ("lm", "entities", "repeat"),
             "aggregation": ("max", "sum"),
+            "prompt_context": ("passages", "sentences"),
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:

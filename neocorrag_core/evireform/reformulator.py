@@ -35,6 +35,7 @@ from .residual import (
 from .scoring import aggregate_to_passages, mix_query_scores, propagate, shared_entity_neighbors
 from .selection import (
     build_selection_prompt,
+    proposition_focus,
     select_with_lm,
     selection_cost_bound,
     top_by_similarity,
@@ -280,7 +281,10 @@ class EvidenceReformulator:
         shown = [by_id[pid] for pid in shown_ids][: config.selection_passages]
         lm = self.models.lm
         with lm.lock:
-            prompt = build_selection_prompt(lm, state.question, shown, config.max_passage_chars)
+            focus = proposition_focus(offered) if config.prompt_context == "sentences" else None
+            prompt = build_selection_prompt(
+                lm, state.question, shown, config.max_passage_chars, focus
+            )
             bound = selection_cost_bound(lm, prompt, offered, config.selection, config.max_evidence)
             if not self._affordable(state, bound, config, "selection"):
                 return offered[: config.max_evidence]

@@ -6,7 +6,7 @@ ranking, the same decoders as chain mining), so it can never invent a fact.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,12 +34,16 @@ class Selection:
 
 
 def selection_prompt_text(
-    question: str, passages: Sequence[Passage], max_passage_chars: int = 400
+    question: str,
+    passages: Sequence[Passage],
+    max_passage_chars: int = 400,
+    focus: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
-    """The instruction, the question and the numbered, cut passages."""
+    """The instruction, the question and the numbered, cut passages (with ``focus``: only
+    the sentences that mention the entities of the candidates each passage supplied)."""
     lines = [SELECTION_INSTRUCTION, "", f"Question: {' '.join(question.split())}"]
     if passages:
-        lines += ["", "Passages:", *numbered_passages(passages, max_passage_chars)]
+        lines += ["", "Passages:", *numbered_passages(passages, max_passage_chars, focus)]
     lines += ["", "Reply with the fact only."]
     return "\n".join(lines)
 
@@ -99,17 +103,32 @@ def selection_cost_bound(
 
 
 def build_selection_prompt(
-    lm: LanguageModel, question: str, passages: Sequence[Passage], max_passage_chars: int
+    lm: LanguageModel,
+    question: str,
+    passages: Sequence[Passage],
+    max_passage_chars: int,
+    focus: Mapping[str, Sequence[str]] | None = None,
 ) -> list[int]:
     """Chat-formatted selection prompt ids."""
-    text = selection_prompt_text(question, passages, max_passage_chars)
+    text = selection_prompt_text(question, passages, max_passage_chars, focus)
     return chat_prompt_ids(lm, text, plain_suffix="\nFact:\n")
+
+
+def proposition_focus(candidates: Sequence[Proposition]) -> dict[str, list[str]]:
+    """Passage id -> the surface entities of the candidate propositions it supplied."""
+    focus: dict[str, list[str]] = {}
+    for proposition in candidates:
+        for pid in proposition.passage_ids:
+            names = focus.setdefault(pid, [])
+            names.extend(e for e in proposition.surface_entities if e not in names)
+    return focus
 
 
 __all__ = [
     "SELECTION_INSTRUCTION",
     "Selection",
     "build_selection_prompt",
+    "proposition_focus",
     "select_with_lm",
     "selection_cost_bound",
     "selection_prompt_text",

@@ -22,6 +22,8 @@ class LanguageModel:
     model: Any
     tokenizer: Any
     name: str = "custom"
+    dtype_reason: str = field(default="", compare=False)
+    """Why the model runs in its float format (the CPU's capability, a probe, or dtype=)."""
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     @property

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 from .bundled import bundled_lm_path
+from .cpu import choose_cpu_dtype, configure_cpu_threads
 from .dtype import _dtype_kwargs, _parse_dtype, _torch_dtype
 from .errors import _LM_SPEC_HELP, MissingDependencyError, ModelLoadError
 from .hf import (
@@ -22,6 +24,8 @@ from .hf import (
 from .language_model import LanguageModel
 from .presets import BUNDLED_LMS
 
+logger = logging.getLogger(__name__)
+
 
 def resolve_lm(
     spec: Any = None,
@@ -32,8 +36,13 @@ def resolve_lm(
 ) -> LanguageModel:
     """Turn ``spec`` (see ``_LM_SPEC_HELP``) into a :class:`LanguageModel` in eval mode.
 
-    ``dtype="auto"`` loads the bundled model in bfloat16 (about 2x faster than float32 on CPU)
-    and keeps a user model's own dtype; pass ``torch.float32``/``"bfloat16"``/... to cast.
+    ``dtype="auto"`` loads the bundled model in the float format this CPU computes fastest
+    (:func:`~neocorrag_core.models.cpu.choose_cpu_dtype`: bfloat16 where the CPU has bf16
+    instructions and it measures faster, else float32; the one bf16 copy on disk is cast
+    on load). A model loaded by id or folder keeps its own dtype, except that a 16-bit
+    checkpoint is upcast to float32 on a CPU where 16-bit math is emulated (slower). A
+    ``(model, tokenizer)`` you pass is never cast unless you ask. Pass
+    ``torch.float32``/``"bfloat16"``/... to choose; ``LanguageModel.dtype_reason`` says why.
     If the tokenizer has no pad token, pad is set to eos; a tokenizer you passed in is copied
     first, so your object is never changed. A ``LanguageModel`` is returned untouched.
     ``cache_dir`` and ``show_progress`` only concern the bundled model's one-time conversion.
@@ -43,14 +52,13 @@ def resolve_lm(
     if spec is None or (isinstance(spec, str) and spec in BUNDLED_LMS):
         preset = spec or "default"
         path = bundled_lm_path(cache_dir=cache_dir, show_progress=show_progress, preset=preset)
-        target = _parse_dtype(dtype)
+        target, reason = _auto_dtype(_parse_dtype(dtype))
         model, tokenizer = _load_hf_folder(
-            path,
-            dtype="bfloat16" if target == "auto" else target,
-            show_progress=show_progress,
-            label="the bundled LM",
+            path, dtype=target, show_progress=show_progress, label="the bundled LM"
         )
-        return _finish_lm(model, tokenizer, BUNDLED_LMS[preset].name, copy_tokenizer=False)
+        return _finish_lm(
+            model, tokenizer, BUNDLED_LMS[preset].name, copy_tokenizer=False, reason=reason
+        )
     if isinstance(spec, (tuple, list)):
         if len(spec) != 2:
             raise TypeError(
@@ -59,11 +67,15 @@ def resolve_lm(
         model, tokenizer = spec
         _check_model_and_tokenizer(model, tokenizer)
         target = _parse_dtype(dtype)
+        reason = "the model object's own dtype"
         if target != "auto":
             model = model.to(_torch_dtype(target))
+            reason = "dtype= was given"
         config = getattr(model, "config", None)
         name = getattr(config, "_name_or_path", None) or getattr(config, "name_or_path", None)
-        return _finish_lm(model, tokenizer, str(name) if name else "custom", copy_tokenizer=True)
+        return _finish_lm(
+            model, tokenizer, str(name) if name else "custom", copy_tokenizer=True, reason=reason
+        )
     if isinstance(spec, (str, os.PathLike)):
         text = os.fspath(spec)
         if not isinstance(text, str) or not text.strip():
@@ -75,13 +87,17 @@ def resolve_lm(
                 f"Pass an existing folder, a Hugging Face model id, or a loaded (model, tokenizer) "
                 f"tuple. {_LM_SPEC_HELP}."
             )
+        target = _parse_dtype(dtype)
         model, tokenizer = _load_hf_folder(
             local if local.exists() else text,
-            dtype=_parse_dtype(dtype),
+            dtype=target,
             show_progress=show_progress,
             label=repr(text),
         )
-        return _finish_lm(model, tokenizer, text, copy_tokenizer=False)
+        reason = "dtype= was given" if target != "auto" else "the checkpoint's own dtype"
+        if target == "auto":
+            model, reason = _avoid_emulated_half(model)
+        return _finish_lm(model, tokenizer, text, copy_tokenizer=False, reason=reason)
     raise TypeError(f"Cannot use an object of type {type(spec).__name__} as LM. {_LM_SPEC_HELP}.")
 
 
@@ -103,15 +119,44 @@ def _check_model_and_tokenizer(model: Any, tokenizer: Any) -> None:
     )
 
 
-def _finish_lm(model: Any, tokenizer: Any, name: str, *, copy_tokenizer: bool) -> LanguageModel:
-    """Eval mode and a pad token (pad = eos, on a copy when the tokenizer is the user's)."""
+def _auto_dtype(target: Any) -> tuple[Any, str]:
+    """The dtype to load the bundled LM in, and why."""
+    if target != "auto":
+        return target, "dtype= was given"
+    choice = choose_cpu_dtype()
+    return choice.dtype, f"{choice.source}: {choice.reason}"
+
+
+def _avoid_emulated_half(model: Any) -> tuple[Any, str]:
+    """Upcast a CPU model loaded in bf16/fp16 to float32 where 16-bit math is emulated."""
+    import torch
+
+    current = getattr(model, "dtype", None)
+    on_cpu = getattr(getattr(model, "device", None), "type", "cpu") == "cpu"
+    if current not in (torch.bfloat16, torch.float16) or not on_cpu:
+        return model, "the checkpoint's own dtype"
+    choice = choose_cpu_dtype()
+    if choice.dtype == "float32" or current == torch.float16:
+        # fp16 has no fast CPU path on any x86 we know; bf16 only where measured faster.
+        return model.to(torch.float32), f"upcast from {current} ({choice.reason})"
+    return model, f"the checkpoint's own dtype ({choice.source}: {choice.reason})"
+
+
+def _finish_lm(
+    model: Any, tokenizer: Any, name: str, *, copy_tokenizer: bool, reason: str = ""
+) -> LanguageModel:
+    """Eval mode, a pad token (pad = eos, on a copy when the tokenizer is the user's), CPU
+    threads capped at the physical cores, and the load logged with its float format."""
     if callable(getattr(model, "eval", None)):
         model.eval()
     if getattr(tokenizer, "pad_token", None) is None and getattr(tokenizer, "eos_token", None):
         if copy_tokenizer:
             tokenizer = copy.deepcopy(tokenizer)
         tokenizer.pad_token = tokenizer.eos_token
-    return LanguageModel(model=model, tokenizer=tokenizer, name=name)
+    configure_cpu_threads()
+    dtype = str(getattr(model, "dtype", "unknown")).removeprefix("torch.")
+    logger.info("LM %s loaded in %s (%s)", name, dtype, reason or "as given")
+    return LanguageModel(model=model, tokenizer=tokenizer, name=name, dtype_reason=reason)
 
 
 def _load_hf_folder(

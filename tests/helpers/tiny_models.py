@@ -7,6 +7,7 @@ text, and a tiny BERT sentence-transformers embedder. Both build in seconds.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 _FIXTURE_TEXT = [
     "Van Hook Township is located in Mountrail County, North Dakota.",
@@ -67,9 +68,11 @@ def build_tiny_lm(seed: int = 0, vocab_size: int = 400):
     return model, tokenizer
 
 
-def save_tiny_lm(directory: Path, seed: int = 0) -> Path:
-    """Write a tiny LM and its tokenizer as a local HF folder; returns the folder."""
+def save_tiny_lm(directory: Path, seed: int = 0, dtype: Any = None) -> Path:
+    """Write a tiny LM and its tokenizer as a local HF folder (in ``dtype`` when given)."""
     model, tokenizer = build_tiny_lm(seed)
+    if dtype is not None:
+        model = model.to(dtype)
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)

@@ -347,6 +347,28 @@ def test_beam_encodes_the_prompt_once():
     assert sum(seen) < len(prompt) + out.generated_tokens + 8
 
 
+def test_rank_encodes_the_prompt_once():
+    """Exact ranking runs the prompt once and each candidate's tokens once, whatever the
+    batch size: no candidate batch re-encodes the shared prompt."""
+    model, tokenizer = build_tiny_lm(seed=2)
+    lm = LanguageModel(model=model, tokenizer=tokenizer)
+    prompt = list(build_prompt_ids(lm, QUESTION, ENTITIES, PASSAGES))
+    candidate_tokens = sum(len(tokenizer(c, add_special_tokens=False)["input_ids"]) + 1
+                           for c in CHAINS)  # fmt: skip
+    for batch_size in (1, 2, 16):
+        seen = []
+        hook = model.model.embed_tokens.register_forward_hook(
+            lambda _m, args, _o, seen=seen: seen.append(args[0].shape[-1])
+        )
+        try:
+            out = rank_candidates(lm, prompt, CHAINS, top_k=len(CHAINS), batch_size=batch_size)
+        finally:
+            hook.remove()
+        assert len(out.choices) == len(CHAINS)
+        assert sum(1 for width in seen if width >= len(prompt) - 1) == 1
+        assert sum(seen) <= len(prompt) + candidate_tokens
+
+
 # ----------------------------------------------------------------------------- property
 
 _PIECES = [

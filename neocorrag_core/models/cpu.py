@@ -1,0 +1,265 @@
+"""The CPU we run on: which float format it computes fastest, and how many threads to use.
+
+bfloat16 halves the bytes an LM moves, but only CPUs with bf16 instructions (AMX, or
+AVX512-BF16) compute it natively; elsewhere torch emulates it, and on an AVX2-only EPYC
+the bundled 0.5B LM prefilled 3.8x slower in bf16 than in fp32 (issue 11). So
+``dtype="auto"`` asks :func:`choose_cpu_dtype`:
+
+* no bf16 instruction on a CPU whose flags we can read -> ``float32`` (certain);
+* AMX-BF16 -> ``bfloat16`` (certain);
+* anything else (AVX512-BF16 without AMX, where torch's kernels may or may not use it;
+  flags we cannot read, e.g. on macOS or ARM) -> a one-off timed probe of both formats on
+  LM-shaped matrix products, cached per machine under the neocorrag cache.
+
+``NEOCORRAG_DTYPE`` (``bfloat16`` / ``float32``) or ``dtype=`` overrides the choice;
+``neocorrag doctor`` prints it with its reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .bundled import default_cache_dir
+
+logger = logging.getLogger(__name__)
+
+_PROBE_FILE = "cpu-dtype-probe.json"
+_PROBE_VERSION = 1
+# The probe's shapes: one Qwen2.5-0.5B MLP (hidden 896, intermediate 4864), prefill of a
+# 128-token prompt plus 16 single-token decode steps, the two regimes an LM call spends in.
+_HIDDEN, _INTERMEDIATE, _PREFILL, _DECODE_STEPS = 896, 4864, 128, 16
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    """What the CPU offers, as far as this process can tell."""
+
+    model_name: str
+    flags: frozenset[str] | None
+    """The CPU feature flags (``None`` where they cannot be read, e.g. outside Linux)."""
+    torch_capability: str
+    """``torch.backends.cpu.get_cpu_capability()``, e.g. ``"AVX2"`` or ``"AVX512"``."""
+    logical_cpus: int
+    """CPUs this process may run on (its affinity set)."""
+    physical_cores: int
+    """Physical cores among them (SMT siblings counted once)."""
+
+    @property
+    def has_amx_bf16(self) -> bool:
+        """AMX tiles with bf16: native bf16 matrix multiply."""
+        return self.flags is not None and "amx_bf16" in self.flags
+
+    @property
+    def has_avx512_bf16(self) -> bool:
+        """AVX512-BF16 dot-product instructions."""
+        return self.flags is not None and "avx512_bf16" in self.flags
+
+
+@dataclass(frozen=True)
+class DtypeChoice:
+    """The float format LMs load in on this machine, and why."""
+
+    dtype: str
+    """``"bfloat16"`` or ``"float32"``."""
+    reason: str
+    """One sentence a person can check (the flags seen, or the probe's timings)."""
+    source: str
+    """``"override"``, ``"capability"``, ``"probe"`` or ``"cached probe"``."""
+
+
+def _read_cpuinfo() -> tuple[str, frozenset[str] | None, dict[tuple[str, str], None]]:
+    """Model name, flags and the set of (physical id, core id) pairs from /proc/cpuinfo."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return platform.processor() or platform.machine(), None, {}
+    name, flags = "", None
+    cores: dict[tuple[str, str], None] = {}
+    physical = core = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key == "model name" and not name:
+            name = value
+        elif key in ("flags", "Features") and flags is None:
+            flags = frozenset(value.split())
+        elif key == "physical id":
+            physical = value
+        elif key == "core id":
+            core = value
+        elif not line.strip() and (physical or core):
+            cores[(physical, core)] = None
+            physical = core = ""
+    if physical or core:
+        cores[(physical, core)] = None
+    return name or platform.machine(), flags, cores
+
+
+def cpu_info() -> CpuInfo:
+    """Read the CPU's model, flags, torch's capability level and the usable cores."""
+    import torch
+
+    name, flags, cores = _read_cpuinfo()
+    try:
+        logical = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        logical = os.cpu_count() or 1
+    total_logical = os.cpu_count() or logical
+    # SMT siblings: scale the physical count to the CPUs this process may use.
+    physical_total = len(cores) or total_logical
+    per_core = max(1, round(total_logical / physical_total))
+    physical = max(1, logical // per_core)
+    try:
+        capability = str(torch.backends.cpu.get_cpu_capability())
+    except Exception:  # older torch
+        capability = "unknown"
+    return CpuInfo(name, flags, capability, logical, physical)
+
+
+def _override() -> str | None:
+    value = os.environ.get("NEOCORRAG_DTYPE", "").strip().lower()
+    aliases = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp32": "float32", "float32": "float32"}
+    if not value or value == "auto":
+        return None
+    if value not in aliases:
+        raise ValueError(f"NEOCORRAG_DTYPE must be auto, bfloat16 or float32, got {value!r}")
+    return aliases[value]
+
+
+def _fingerprint(info: CpuInfo) -> str:
+    import torch
+
+    parts = [info.model_name, sorted(info.flags or ()), info.torch_capability]
+    key = json.dumps([*parts, torch.__version__, platform.machine(), _PROBE_VERSION])
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def probe_seconds(dtype: str, *, repeats: int = 3) -> float:
+    """Best-of-``repeats`` seconds of an LM-shaped MLP's prefill plus decode in ``dtype``."""
+    import torch
+
+    torch_dtype = getattr(torch, dtype)
+    generator = torch.Generator().manual_seed(0)
+    up = torch.randn(_HIDDEN, _INTERMEDIATE, generator=generator).to(torch_dtype)
+    down = torch.randn(_INTERMEDIATE, _HIDDEN, generator=generator).to(torch_dtype)
+    prompt = torch.randn(_PREFILL, _HIDDEN, generator=generator).to(torch_dtype)
+    token = prompt[:1]
+    best = float("inf")
+    with torch.inference_mode():
+        for _ in range(repeats + 1):  # the first round warms kernels up and is not counted
+            started = time.perf_counter()
+            torch.nn.functional.silu(prompt @ up) @ down
+            for _ in range(_DECODE_STEPS):
+                torch.nn.functional.silu(token @ up) @ down
+            best = min(best, time.perf_counter() - started)
+    return best
+
+
+def _probe(info: CpuInfo, cache_dir: Path) -> DtypeChoice:
+    path = cache_dir / _PROBE_FILE
+    fingerprint = _fingerprint(info)
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored.get("fingerprint") == fingerprint and stored.get("dtype") in (
+            "bfloat16",
+            "float32",
+        ):
+            return DtypeChoice(stored["dtype"], stored["reason"], "cached probe")
+    except (OSError, ValueError, AttributeError):
+        pass
+    fp32, bf16 = probe_seconds("float32"), probe_seconds("bfloat16")
+    dtype = "bfloat16" if bf16 < fp32 else "float32"
+    reason = (
+        f"timed probe on {info.model_name} ({info.torch_capability}): bfloat16 "
+        f"{bf16 * 1e3:.1f} ms vs float32 {fp32 * 1e3:.1f} ms for the same LM-shaped work"
+    )
+    choice = DtypeChoice(dtype, reason, "probe")
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        record = {"fingerprint": fingerprint, **asdict(choice), "bf16_s": bf16, "fp32_s": fp32}
+        tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as err:  # a read-only cache: probe again next time, still correct
+        logger.debug("could not cache the dtype probe in %s: %s", path, err)
+    return choice
+
+
+def choose_cpu_dtype(
+    info: CpuInfo | None = None, *, cache_dir: str | os.PathLike[str] | None = None
+) -> DtypeChoice:
+    """The float format LMs should load in on this CPU (see the module docstring)."""
+    forced = _override()
+    if forced is not None:
+        return DtypeChoice(forced, "NEOCORRAG_DTYPE is set", "override")
+    info = info or cpu_info()
+    if info.has_amx_bf16:
+        return DtypeChoice(
+            "bfloat16", f"{info.model_name} has AMX-BF16 (native bf16 matmul)", "capability"
+        )
+    if info.flags is not None and not info.has_avx512_bf16:
+        return DtypeChoice(
+            "float32",
+            f"{info.model_name} ({info.torch_capability}) has no bf16 instructions "
+            "(no amx_bf16, no avx512_bf16): bfloat16 would be emulated",
+            "capability",
+        )
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    return _probe(info, root)
+
+
+def configure_cpu_threads(info: CpuInfo | None = None) -> int:
+    """Cap torch's intra-op threads at the physical cores this process may use.
+
+    torch may start one thread per logical CPU; on SMT machines two threads then share
+    a core's vector units and each LM call runs slower. Only ever lowers the count, and
+    leaves it alone when ``OMP_NUM_THREADS`` or ``torch.set_num_threads`` chose it.
+    Returns the thread count in force.
+    """
+    import torch
+
+    current = torch.get_num_threads()
+    if os.environ.get("OMP_NUM_THREADS"):
+        return current
+    info = info or cpu_info()
+    if current > info.physical_cores:
+        torch.set_num_threads(info.physical_cores)
+        logger.info(
+            "torch threads %d -> %d (physical cores available)", current, info.physical_cores
+        )
+    return int(torch.get_num_threads())
+
+
+def describe(choice: DtypeChoice, info: CpuInfo) -> dict[str, Any]:
+    """Everything ``neocorrag doctor`` prints about the CPU, as plain data."""
+    import torch
+
+    bf16_flags = sorted(f for f in (info.flags or ()) if "bf16" in f)
+    return {
+        "cpu": info.model_name,
+        "torch": torch.__version__,
+        "torch capability": info.torch_capability,
+        "bf16 flags": ", ".join(bf16_flags) or ("none" if info.flags is not None else "unknown"),
+        "cpus usable / physical cores": f"{info.logical_cpus} / {info.physical_cores}",
+        "torch threads": torch.get_num_threads(),
+        "LM float format": f"{choice.dtype} ({choice.source}: {choice.reason})",
+    }
+
+
+__all__ = [
+    "CpuInfo",
+    "DtypeChoice",
+    "choose_cpu_dtype",
+    "configure_cpu_threads",
+    "cpu_info",
+    "describe",
+    "probe_seconds",
+]
