@@ -109,7 +109,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """With ``NEOCORRAG_TEST_INSTALLED=1`` (as in ``.ci/run``) the suite must test the
     installed wheel: importing the package from this checkout is a usage error."""
     location = _package_location()
-    inside = Path(__file__).resolve().parents[1] in location.parents
+    checkout = Path(__file__).resolve().parents[1]
+    # The checkout's own package folder; a venv inside the checkout is an installed copy.
+    inside = location == checkout / "neocorrag_core"
     if os.environ.get("NEOCORRAG_TEST_INSTALLED") == "1" and inside:
         raise pytest.UsageError(
             f"NEOCORRAG_TEST_INSTALLED=1 but neocorrag_core is imported from the checkout "
