@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .bundled import default_cache_dir
+from .dtype import _parse_dtype
 
 logger = logging.getLogger(__name__)
 
@@ -125,13 +126,17 @@ def cpu_info() -> CpuInfo:
 
 
 def _override() -> str | None:
-    value = os.environ.get("NEOCORRAG_DTYPE", "").strip().lower()
-    aliases = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp32": "float32", "float32": "float32"}
-    if not value or value == "auto":
+    """``NEOCORRAG_DTYPE`` read with the same aliases as ``dtype=`` (``bf16``, ``fp32``, ...)."""
+    value = os.environ.get("NEOCORRAG_DTYPE", "").strip()
+    try:
+        parsed = _parse_dtype(value or "auto")
+    except ValueError:
+        parsed = None
+    if parsed == "auto":
         return None
-    if value not in aliases:
+    if parsed not in ("bfloat16", "float32"):
         raise ValueError(f"NEOCORRAG_DTYPE must be auto, bfloat16 or float32, got {value!r}")
-    return aliases[value]
+    return str(parsed)
 
 
 def _fingerprint(info: CpuInfo) -> str:
