@@ -128,7 +128,7 @@ def print_result(
 def run_demo(args: argparse.Namespace) -> int:
     """Run the miner on the bundled sample with the default (or given) models."""
     questions = load_demo_questions(args.data)[: args.questions]
-    config = MinerConfig(decoding=args.decoding)
+    config = MinerConfig(decoding=args.decoding, keep=args.keep)
     miner = EvidenceChainMiner(config, embedder=args.embedder, lm=args.lm, show_progress=True)
     print("Preparing the embedder ...", file=sys.stderr, flush=True)
     started = time.perf_counter()
@@ -281,7 +281,7 @@ def add_eval_parser(sub: Any) -> None:
         "--reader",
         default="default",
         help="reader LM: 'default' (0.5B), 'qwen-1.5b' (the reader-1.5b extra), "
-        "or a local model folder",
+        "a local model folder, or 'none' (measure the contexts only: no EM/F1, fast)",
     )
     ev.add_argument("--lm", default=None, help="decoding/filter LM (default: the bundled 0.5B)")
     ev.add_argument("--embedder", default=None, help="sentence-transformers name or path")
@@ -439,8 +439,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--decoding",
         choices=["beam", "rank", "none"],
-        default="beam",
-        help="stage b: constrained beam search (default), exact ranking, or none",
+        default="none",
+        help="stage b: search scores only (default, no LM), or the LM's constrained beam "
+        "search or exact ranking",
+    )
+    demo.add_argument(
+        "--keep",
+        choices=["recall", "balanced", "precise", "paper"],
+        default="recall",
+        help="the recall/noise dial of stage c (default: recall)",
     )
     demo.add_argument("--questions", type=int, default=5, help="how many questions (default 5)")
     demo.add_argument("--top-k", type=int, default=5, help="passages retrieved per question")

@@ -9,6 +9,17 @@ DecodingMode = Literal["beam", "rank", "none"]
 EntityMode = Literal["auto", "ngram", "spacy"]
 SearchMode = Literal["activated", "naive"]
 PromptContext = Literal["passages", "sentences"]
+KeepMode = Literal["recall", "balanced", "precise", "paper"]
+
+KEEP_MODES: dict[str, tuple[int, bool, bool, bool]] = {
+    "recall": (2, False, True, True),
+    "balanced": (1, False, True, True),
+    "precise": (1, False, False, True),
+    "paper": (2, True, False, False),
+}
+"""Keep mode -> (default top_n, keep chain-cited passages, keep query-entity passages, keep
+bridge passages). The operating points each mode
+reached on the dev split are in docs/benchmarks.md ("The recall/noise dial")."""
 
 
 @dataclass(frozen=True)
@@ -43,9 +54,12 @@ class MinerConfig:
             first ``num_candidates`` are kept, so the query steers only the seeds).
 
     Stage b (decoding)
-        decoding: ``"beam"`` (trie-constrained beam search), ``"rank"`` (exact
-            length-normalized log-likelihood of every candidate) or ``"none"``
-            (search scores only, no LM).
+        decoding: ``"none"`` (default: the best candidates by search score, no LM),
+            ``"beam"`` (the paper's trie-constrained beam search) or ``"rank"`` (exact
+            length-normalized log-likelihood of every candidate). Measured on the dev
+            split, neither LM mode kept more gold passages or gave better answers than
+            ``"none"`` (docs/benchmarks.md), so the LM is opt-in: the default needs no LM
+            and mines in milliseconds.
         beam_width: k beams, and the number of chains returned (Table 5: 5).
         include_passages_in_prompt: put the retrieved passages in the decoding
             prompt; measured to matter when candidates differ in one entity.
@@ -60,7 +74,19 @@ class MinerConfig:
         rank_batch_size: candidates scored per forward pass in ``"rank"`` mode.
 
     Stage c (refine)
-        top_n: passages kept by retrieval rank alone (Table 5: 2).
+        keep: the recall/noise dial; every mode keeps the top-N by retrieval rank.
+            ``"recall"`` (default, top-N 2) adds the passages about a query entity and the
+            bridge passages linked to the best-ranked or a query-entity passage (a shared
+            entity, or that passage names its topic; see :mod:`neocorrag_core.links`);
+            ``"balanced"`` is the same with top-N 1; ``"precise"`` (top-N 1) adds bridges
+            only; ``"paper"`` is Eq. 8 as published: top-N 2 plus the passages a chosen
+            chain cites. Measured on the dev split, chain-cited passages added noise but
+            no gold passage the links had not kept already, so only ``"paper"`` keeps them
+            by default (docs/benchmarks.md, "The recall/noise dial").
+        top_n: passages kept by retrieval rank alone; ``None`` (default) = the keep
+            mode's (Table 5: 2).
+        chain_support: keep the passages a chosen chain cites; ``None`` (default) = the
+            keep mode's (only ``"paper"``).
         filter_passages: ``False`` is the ablation "w/o Document Filtering" (Table 2):
             every passage is kept (marked passthrough) and the chains are still added.
     """
@@ -81,7 +107,7 @@ class MinerConfig:
     query_entities: EntityMode = "ngram"
     search: SearchMode = "activated"
 
-    decoding: DecodingMode = "beam"
+    decoding: DecodingMode = "none"
     beam_width: int = 5
     include_passages_in_prompt: bool = True
     prompt_passages: int = 5
@@ -89,7 +115,9 @@ class MinerConfig:
     prompt_context: PromptContext = "passages"
     rank_batch_size: int = 16
 
-    top_n: int = 2
+    keep: KeepMode = "recall"
+    top_n: int | None = None
+    chain_support: bool | None = None
     filter_passages: bool = True
 
     def __post_init__(self) -> None:
@@ -121,8 +149,10 @@ class MinerConfig:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.top_n < 0:
+        if self.top_n is not None and self.top_n < 0:
             raise ValueError(f"top_n must be >= 0, got {self.top_n}")
+        if self.keep not in KEEP_MODES:
+            raise ValueError(f"keep must be one of {', '.join(KEEP_MODES)}, got {self.keep!r}")
         if self.decoding not in ("beam", "rank", "none"):
             raise ValueError(f"decoding must be 'beam', 'rank' or 'none', got {self.decoding!r}")
         if self.prompt_context not in ("passages", "sentences"):
@@ -135,6 +165,16 @@ class MinerConfig:
             raise ValueError(
                 f"query_entities must be 'auto', 'ngram' or 'spacy', got {self.query_entities!r}"
             )
+
+    @property
+    def kept_top_n(self) -> int:
+        """``top_n``, or the keep mode's default when it is ``None``."""
+        return KEEP_MODES[self.keep][0] if self.top_n is None else self.top_n
+
+    @property
+    def keeps_chain_sources(self) -> bool:
+        """``chain_support``, or the keep mode's default when it is ``None``."""
+        return KEEP_MODES[self.keep][1] if self.chain_support is None else self.chain_support
 
     def with_overrides(self, **changes: Any) -> MinerConfig:
         """A copy with some fields changed (validated like the original)."""

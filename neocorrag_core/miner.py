@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from neocorrag_core.config import MinerConfig
+from neocorrag_core.diagnosis import loss_stages
 from neocorrag_core.entities import QueryEntityExtractor
 from neocorrag_core.graph import EvidenceGraph
+from neocorrag_core.links import link_passages
 from neocorrag_core.models import LazyModels
 from neocorrag_core.refine import passthrough, refine_passages
 from neocorrag_core.search import naive_search_paths, search_paths, select_seeds, to_chain
@@ -155,9 +158,29 @@ class EvidenceChainMiner:
             return fallback("decoding_returned_no_chain", **found)
 
         with timed(timings, "refine"):
-            kept, dropped = refine_passages(passages, chains, config.top_n)
+            links = link_passages(query, entities, passages, per_passage)
+            kept, dropped = refine_passages(
+                passages,
+                chains,
+                config.kept_top_n,
+                keep=config.keep,
+                links=links,
+                chain_support=config.keeps_chain_sources,
+            )
             if not config.filter_passages:  # Table 2 ablation: chains added, nothing dropped
                 kept, dropped = passthrough(passages), []
+            stages = loss_stages(
+                [d.passage for d in dropped],
+                {p.id: ts for p, ts in zip(passages, per_passage, strict=True)},
+                graph,
+                seeds.nodes,
+                triple_vecs @ query_vec,
+                candidates,
+                chains,
+                tau_edge=config.tau_edge,
+                max_hops=config.max_hops,
+            )
+            dropped = [replace(d, stage=stages.get(d.passage.id)) for d in dropped]
         return MiningResult(
             query,
             chains,

@@ -1,22 +1,45 @@
-"""Stage c: evidence-guided filtering (Eq. 8). Rendering the result is ``rendering``'s job."""
+"""Stage c: evidence-guided filtering (Eq. 8, widened by the keep mode).
+
+Rendering the result is ``rendering``'s job; the links a keep mode may use come from
+:mod:`neocorrag_core.links`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from neocorrag_core.config import KEEP_MODES, KeepMode
+from neocorrag_core.links import PassageLinks
 from neocorrag_core.types import DroppedPassage, EvidenceChain, KeepReason, KeptPassage, Passage
 
 
 def refine_passages(
-    passages: Sequence[Passage], chains: Sequence[EvidenceChain], top_n: int
+    passages: Sequence[Passage],
+    chains: Sequence[EvidenceChain],
+    top_n: int,
+    *,
+    keep: KeepMode = "paper",
+    links: Sequence[PassageLinks] | None = None,
+    chain_support: bool | None = None,
 ) -> tuple[list[KeptPassage], list[DroppedPassage]]:
-    """Eq. 8: keep the top-N by retrieval rank, and below that only chain-supporting passages.
+    """Keep the top-N by retrieval rank, plus what the keep mode adds below that.
 
-    Support is decided by provenance (the passage is a source of a triple in a
-    chosen chain), not by the paper's substring test: triples from an extractor
-    rarely appear verbatim in the text. Original order is kept. When nothing
-    would be kept, everything passes through, so the context is never empty.
+    ``keep="paper"`` is Eq. 8: the top-N, and below that only the sources of a triple in
+    a chosen chain. The other modes add passages about a query entity and/or bridge
+    passages (``links`` must then be given, one per passage, from
+    :func:`~neocorrag_core.links.link_passages`); ``chain_support`` overrides whether
+    chain-cited passages are kept. The first reason that applies is recorded, in the
+    order top-N, chain, query entity, bridge. Support is decided by provenance (the
+    passage is a source of a triple in a chosen chain), not by the paper's substring
+    test: triples from an extractor rarely appear verbatim in the text. Original order is
+    kept. When nothing would be kept, everything passes through, so the context is never
+    empty.
     """
+    _, use_chains, use_entities, use_bridges = KEEP_MODES[keep]
+    if chain_support is not None:
+        use_chains = chain_support
+    if (use_entities or use_bridges) and (links is None or len(links) != len(passages)):
+        raise ValueError(f"keep={keep!r} needs links for every passage (link_passages)")
     supporters: dict[str, list[int]] = {}
     for chain_index, chain in enumerate(chains):
         for pid in chain.source_ids:
@@ -27,12 +50,20 @@ def refine_passages(
     dropped: list[DroppedPassage] = []
     for rank, passage in enumerate(passages, start=1):
         chain_ids = tuple(supporters.get(passage.id, ()))
+        link = links[rank - 1] if links is not None else None
+        reason: KeepReason | None = None
         if rank <= top_n:
-            kept.append(KeptPassage(passage, rank, KeepReason.TOP_N, chain_ids))
-        elif chain_ids:
-            kept.append(KeptPassage(passage, rank, KeepReason.CHAIN, chain_ids))
-        else:
+            reason = KeepReason.TOP_N
+        elif use_chains and chain_ids:
+            reason = KeepReason.CHAIN
+        elif use_entities and link is not None and link.query_entity:
+            reason = KeepReason.QUERY_ENTITY
+        elif use_bridges and link is not None and link.bridge:
+            reason = KeepReason.BRIDGE
+        if reason is None:
             dropped.append(DroppedPassage(passage, rank))
+        else:
+            kept.append(KeptPassage(passage, rank, reason, chain_ids))
     if not kept and passages:
         return passthrough(passages), []
     return kept, dropped

@@ -82,8 +82,34 @@ class KeepReason(str, Enum):
     """Within the top-N retrieval ranks, kept unconditionally (Eq. 8, D_topN)."""
     CHAIN = "chain"
     """Lower-ranked, but the source of a triple in a decoded chain (Eq. 8, D_supplement)."""
+    QUERY_ENTITY = "query_entity"
+    """Lower-ranked and in no chosen chain, but about an entity the question names."""
+    BRIDGE = "bridge"
+    """Lower-ranked and in no chosen chain, but linked to the best-ranked or a
+    query-entity passage (a shared entity, or that passage names its topic)."""
     PASSTHROUGH = "passthrough"
     """The engine found nothing to filter with, so the input went through unchanged."""
+
+
+class LossStage(str, Enum):
+    """The first stage of the chain pipeline a dropped passage did not get through.
+
+    Ordered as the pipeline runs; computed by :func:`neocorrag_core.diagnosis.loss_stages`.
+    """
+
+    NO_TRIPLES = "no_triples"
+    """No triple was extracted from it, so no chain can cite it."""
+    NOT_CONNECTED = "not_connected"
+    """Its triples are not within ``max_hops`` of a seed node, even without pruning."""
+    PRUNED = "pruned"
+    """Reachable from a seed only through triples below ``tau_edge`` (Eq. 4)."""
+    OUTSIDE_TOP_M = "outside_top_m"
+    """Reached by the search, but in none of the ``num_candidates`` best-scored paths."""
+    NO_CHOSEN_CHAIN = "no_chosen_chain"
+    """In a candidate path, but decoding chose no chain that cites it."""
+    KEEP_RULE = "keep_rule"
+    """Cited by a chosen chain, yet dropped: the keep mode does not keep chain-cited
+    passages (only ``"paper"`` does) and nothing else linked it to the question."""
 
 
 @dataclass(frozen=True)
@@ -102,15 +128,22 @@ class KeptPassage:
         if self.reason is KeepReason.CHAIN:
             chains = ", ".join(f"#{i + 1}" for i in self.chain_indices)
             return f"source of a triple in evidence chain {chains}"
+        if self.reason is KeepReason.QUERY_ENTITY:
+            return "about an entity the question names"
+        if self.reason is KeepReason.BRIDGE:
+            return "linked to a passage about the question (shared entity or named topic)"
         return "passed through unchanged (no filtering evidence)"
 
 
 @dataclass(frozen=True)
 class DroppedPassage:
-    """A passage removed by refinement: below the top-N and supporting no chosen chain."""
+    """A passage removed by refinement: below the top-N and kept by no rule of the keep mode."""
 
     passage: Passage
     rank: int
+    stage: LossStage | None = None
+    """Where the chain pipeline lost it (:mod:`neocorrag_core.diagnosis`); ``None`` when
+    the miner did not diagnose it."""
 
 
 @dataclass

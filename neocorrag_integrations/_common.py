@@ -196,14 +196,20 @@ class RefinerSettings(BaseModel):
     settings below then apply per call on top of that miner's own configuration.
     """
 
+    keep: Literal["recall", "balanced", "precise", "paper"] | None = Field(
+        default=None,
+        description="The recall/noise dial: 'recall' (keeps the evidence), 'balanced', "
+        "'precise' or 'paper' (Eq. 8 as published); None = the engine's ('recall').",
+    )
     top_n: int | None = Field(
         default=None,
         ge=0,
-        description="Documents kept by retrieval rank alone (Eq. 8); None = the engine's (2).",
+        description="Documents kept by retrieval rank alone (Eq. 8); None = the keep mode's.",
     )
     decoding: Literal["beam", "rank", "none"] | None = Field(
         default=None,
-        description="How chains are chosen: 'beam', 'rank' or 'none' (no LM); None = 'beam'.",
+        description="How chains are chosen: 'none' (search scores, no LM), 'beam' or 'rank' "
+        "(the LM); None = the engine's ('none').",
     )
     beam_width: int | None = Field(
         default=None, ge=1, description="Chains chosen per query; None = the engine's (5)."
@@ -291,7 +297,7 @@ class RefinerSettings(BaseModel):
     def engine_overrides(self) -> dict[str, Any]:
         """MinerConfig fields set on this adapter, applied on every call."""
         overrides = dict(self.miner_config)
-        for name in ("top_n", "decoding", "beam_width"):
+        for name in ("keep", "top_n", "decoding", "beam_width"):
             value = getattr(self, name)
             if value is not None:
                 overrides[name] = value

@@ -65,7 +65,7 @@ __all__ = [
 
 
 class NeocorRAGCompressor(RefinerSettings, BaseDocumentCompressor):
-    """Drops the low-ranked documents no evidence chain supports and adds the chains.
+    """Drops the low-ranked documents nothing ties to the question and adds the chains.
 
     Returns copies of the kept documents in their retrieval order (``id`` and metadata
     kept, plus ``neocorrag_kept_reason``, ``neocorrag_retrieval_rank``,

@@ -73,7 +73,7 @@ dispatcher = get_dispatcher(__name__)
 
 
 class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
-    """Drops the low-ranked nodes no evidence chain supports and adds the chains as a node.
+    """Drops the low-ranked nodes nothing ties to the question and adds the chains as a node.
 
     Returns copies of the kept nodes in their retrieval order, with their scores, ids and
     metadata, plus the ``neocorrag_*`` keys (kept reason, retrieval rank, chain numbers,
@@ -139,7 +139,7 @@ class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
             ReRankStartEvent(
                 query=query_bundle,
                 nodes=nodes,
-                top_n=self.effective_config().top_n,
+                top_n=self.effective_config().kept_top_n,
                 model_name=self.describe_engine(),
             )
         )
@@ -150,7 +150,7 @@ class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
             EventPayload.NODES: nodes,
             EventPayload.MODEL_NAME: self.describe_engine(),
             EventPayload.QUERY_STR: query,
-            EventPayload.TOP_K: self.effective_config().top_n,
+            EventPayload.TOP_K: self.effective_config().kept_top_n,
         }
 
     def _build(self, nodes: list[NodeWithScore], plan: Refinement) -> list[NodeWithScore]:

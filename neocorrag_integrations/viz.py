@@ -20,10 +20,20 @@ from neocorrag_integrations.metadata_keys import (
 )
 
 # Document colours by status; entity nodes are drawn white.
-STATUS_COLORS = {"chain": "#4caf50", "top_n": "#64b5f6", "dropped": "#bdbdbd"}
+STATUS_COLORS = {
+    "chain": "#4caf50",
+    "top_n": "#64b5f6",
+    "query_entity": "#ffb74d",
+    "bridge": "#ba68c8",
+    "passthrough": "#90a4ae",
+    "dropped": "#bdbdbd",
+}
 STATUS_LABELS = {
     "chain": "kept: supplies a chain fact",
     "top_n": "kept: top-N by retrieval rank",
+    "query_entity": "kept: about a query entity",
+    "bridge": "kept: linked to a passage about the question",
+    "passthrough": "kept: passed through (nothing to filter with)",
     "dropped": "dropped",
 }
 
@@ -47,7 +57,7 @@ def evidence_graph(refined: Sequence[Any], retrieved: Sequence[Any] | None = Non
         if meta.get(IS_EVIDENCE_CHAINS) or RETRIEVAL_RANK not in meta:
             continue
         rank = meta[RETRIEVAL_RANK]
-        status = "chain" if meta.get(KEPT_REASON) == "chain" else "top_n"
+        status = meta.get(KEPT_REASON) if meta.get(KEPT_REASON) in STATUS_COLORS else "top_n"
         graph.add_node(f"doc {rank}", kind="document", status=status, title=_title(doc, rank))
     if chain_meta is None:
         return graph
@@ -146,7 +156,8 @@ def draw_evidence(
     nx.draw_networkx_labels(graph, pos, labels=labels, font_size=7, ax=ax)
     handles = [
         Line2D([], [], marker="s", linestyle="", color=STATUS_COLORS[s], label=STATUS_LABELS[s])
-        for s in ("chain", "top_n", "dropped")
+        for s in STATUS_COLORS
+        if s == "dropped" or any(d.get("status") == s for _, d in graph.nodes(data=True))
     ]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     if title:

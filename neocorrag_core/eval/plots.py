@@ -16,9 +16,33 @@ import matplotlib.pyplot as plt  # after use(): the backend must be chosen first
 PLOT_FILES = ("tradeoff.png", "f1.png", "latency.png")
 
 
+def curve_family(name: str) -> str | None:
+    """Which operating-point curve a method belongs to (drawn as one dashed line)."""
+    if name == "none" or name.startswith("top-"):
+        return "truncation (top-k)"
+    if name.startswith("lc-embeddings-filter"):
+        return "EmbeddingsFilter thresholds"
+    if name in ("neocorrag-recall", "neocorrag-balanced", "neocorrag-precise"):
+        return "neocorrag keep dial"
+    return None
+
+
 def plot_tradeoff(results: dict[str, Any], path: Path) -> None:
-    """Recall@k (y) against AID (x): up and to the left is better."""
+    """Recall@k (y) against AID (x): up and to the left is better. The settings of one
+    method family (top-k truncation, EmbeddingsFilter thresholds, the keep dial) are
+    joined by a dashed line, so a point above another family's line beats it."""
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    families: dict[str, list[tuple[float, float]]] = {}
+    for name, agg in results["methods"].items():
+        family = curve_family(name)
+        if family is not None:
+            families.setdefault(family, []).append((agg["aid"], 100 * agg["recall"]))
+    for family, points in families.items():
+        if len(points) > 1:
+            xs, ys = zip(*sorted(points), strict=True)
+            ax.plot(xs, ys, linestyle="--", linewidth=1, alpha=0.6, label=family)
+    if any(len(points) > 1 for points in families.values()):
+        ax.legend(fontsize=7, loc="lower right")
     for name, agg in results["methods"].items():
         ax.scatter(agg["aid"], 100 * agg["recall"], s=40)
         ax.annotate(

@@ -17,7 +17,9 @@ from neocorrag_core.models import LanguageModel
 from neocorrag_core.rendering import render_passage
 from neocorrag_core.types import Passage
 
-READER_PRESETS = ("default", "qwen-1.5b")
+READER_PRESETS = ("default", "qwen-1.5b", "none")
+NO_READER = "none"
+"""``--reader none``: measure retrieval quality only (no answer, no EM/F1)."""
 
 READER_TEMPLATE = (
     "Answer the question using the context below. Reply with the answer only: a short "
@@ -58,6 +60,19 @@ def clean_answer(raw: str) -> str:
     line = _PREFIX.sub("", line).strip()
     line = line.strip("\"'*` ")
     return line[:-1].rstrip() if line.endswith(".") else line
+
+
+class NoReader:
+    """Stands in for the reader when only the contexts are measured (``--reader none``):
+    every answer is empty and costs nothing; reports show EM/F1 as not measured."""
+
+    name = NO_READER
+
+    def answer(
+        self, question: str, passages: Sequence[Passage], chain_text: str = ""
+    ) -> ReaderOutput:
+        """An empty answer, at no cost."""
+        return ReaderOutput(answer="", raw="", prompt_tokens=0, generated_tokens=0, seconds=0.0)
 
 
 class Reader:
@@ -119,8 +134,10 @@ class Reader:
 
 
 __all__ = [
+    "NO_READER",
     "READER_PRESETS",
     "READER_TEMPLATE",
+    "NoReader",
     "Reader",
     "ReaderOutput",
     "chat_prompt_ids",

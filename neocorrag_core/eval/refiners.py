@@ -1,8 +1,11 @@
 """The benchmark methods that refine the shared top-k (registered in ``registry``).
 
 * ``none``: the retrieved passages unchanged.
+* ``top-2`` / ``top-3`` / ``top-4``: plain truncation by retrieval rank (a peer baseline).
 * ``neocorrag-beam`` / ``-rank`` / ``-none``: the miner with that decoding mode; its
   kept passages plus the evidence chain block.
+* ``neocorrag-recall`` / ``-balanced`` / ``-precise`` / ``-paper``: the miner at each
+  setting of the recall/noise dial (``MinerConfig.keep``), default decoding.
 * Ablations of the paper's Table 2, all with beam decoding:
   ``ablation-naive-search`` (``MinerConfig.search="naive"``),
   ``ablation-free-decoding`` (beam search without the trie, see
@@ -26,10 +29,25 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
     "neocorrag-beam": {"decoding": "beam"},
     "neocorrag-rank": {"decoding": "rank"},
     "neocorrag-none": {"decoding": "none"},
+    "neocorrag-recall": {"keep": "recall"},
+    "neocorrag-balanced": {"keep": "balanced"},
+    "neocorrag-precise": {"keep": "precise"},
+    "neocorrag-paper": {"keep": "paper"},
     "ablation-naive-search": {"decoding": "beam", "search": "naive"},
     "ablation-no-filter": {"decoding": "beam", "filter_passages": False},
 }
 """The miner's per-method config overrides."""
+
+
+class Truncation:
+    """Peer baseline: the first ``n`` passages by retrieval rank (what a smaller k gives)."""
+
+    def __init__(self, name: str, n: int) -> None:
+        self.name, self.n = name, n
+
+    def refine(self, call: MethodInput) -> MethodOutput:
+        """Keep the best-ranked ``n``."""
+        return MethodOutput(list(call.passages[: self.n]))
 
 
 class NoRefinement:
@@ -49,6 +67,13 @@ def _mining_info(result: MiningResult) -> dict[str, Any]:
         "num_candidates": result.num_candidates,
         "num_chains": len(result.chains),
         "dropped": len(result.dropped),
+        # Per passage: why it was kept, and where the chain pipeline lost a dropped one
+        # (the runner turns these into the loss diagnosis of the gold passages).
+        "keep_reasons": {k.passage.id: k.reason.value for k in result.kept},
+        "drop_stages": {
+            d.passage.id: d.stage.value if d.stage is not None else "unknown"
+            for d in result.dropped
+        },
     }
 
 
@@ -159,7 +184,7 @@ class FreeDecodingAblation:
             for text in texts
         ]
         started = time.perf_counter()
-        kept, dropped = refine_passages(passages, chains, config.top_n)
+        kept, dropped = refine_passages(passages, chains, config.kept_top_n)
         timings["refine"] = time.perf_counter() - started
         candidate_texts = {c.text for c in candidates}
         info.update(
@@ -220,6 +245,11 @@ def build_none(name: str, context: BuildContext) -> NoRefinement:
     return NoRefinement()
 
 
+def build_truncation(name: str, context: BuildContext) -> Truncation:
+    """Factory of ``top-2`` / ``top-3`` / ``top-4`` (the number is read from the name)."""
+    return Truncation(name, int(name.removeprefix("top-")))
+
+
 def build_miner(name: str, context: BuildContext) -> NeocorragMethod:
     """Factory of the miner variants (:data:`NEOCORRAG_METHODS`); they share one memo."""
     memo: dict[Any, MiningResult] = context.shared.setdefault("mining_memo", {})
@@ -236,8 +266,10 @@ __all__ = [
     "FreeDecodingAblation",
     "NeocorragMethod",
     "NoRefinement",
+    "Truncation",
     "build_free_decoding",
     "build_miner",
     "build_none",
+    "build_truncation",
     "hop_text",
 ]

@@ -51,12 +51,22 @@ _EVIREFORM = "neocorrag_core.eval.evireform_methods"
 
 BUILTIN_METHODS: tuple[MethodSpec, ...] = (
     MethodSpec("none", "no refinement: the retrieved top-k", f"{_REFINERS}:build_none"),
+    *(
+        MethodSpec(
+            f"top-{n}", f"the first {n} passages by retrieval rank", f"{_REFINERS}:build_truncation"
+        )
+        for n in (2, 3, 4)
+    ),
     MethodSpec(
         "neocorrag-beam", "neocorrag, trie-constrained beam decoding", f"{_REFINERS}:build_miner"
     ),
     MethodSpec("neocorrag-rank", "neocorrag, exact candidate ranking", f"{_REFINERS}:build_miner"),
     MethodSpec(
         "neocorrag-none", "neocorrag, search scores only (no LM)", f"{_REFINERS}:build_miner"
+    ),
+    *(
+        MethodSpec(f"neocorrag-{mode}", f"neocorrag, keep={mode!r}", f"{_REFINERS}:build_miner")
+        for mode in ("recall", "balanced", "precise", "paper")
     ),
     MethodSpec(
         "ablation-naive-search",

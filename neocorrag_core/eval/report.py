@@ -19,6 +19,11 @@ def _interval(ci: dict[str, Any], scale: float = 100.0, digits: int = 1) -> str:
     )
 
 
+def answers_skipped(results: dict[str, Any]) -> bool:
+    """Whether the run had no reader (``--reader none``): EM/F1 were not measured."""
+    return bool(results["settings"].get("reader") == "none")
+
+
 def quality_table(results: dict[str, Any]) -> str:
     """Markdown table: Recall@k, Hit, Chain, ATD, AID, empty share, EM, F1, RCR@k per method."""
     k = results["settings"]["top_k"]
@@ -27,11 +32,14 @@ def quality_table(results: dict[str, Any]) -> str:
         f"RCR@{k} |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     )
     rows = [head]
+    read = not answers_skipped(results)
     for name, agg in results["methods"].items():
+        em, f1, rcr = (
+            (_pct(agg["em"]), _pct(agg["f1"]), _pct(agg["rcr"])) if read else ("–", "–", "–")
+        )
         rows.append(
             f"| {name} | {_pct(agg['recall'])} | {_pct(agg['hit'])} | {_pct(agg['chain'])} | "
-            f"{agg['atd']:.2f} | {agg['aid']:.2f} | {_pct(agg['empty'])} | {_pct(agg['em'])} | "
-            f"{_pct(agg['f1'])} | {_pct(agg['rcr'])} |"
+            f"{agg['atd']:.2f} | {agg['aid']:.2f} | {_pct(agg['empty'])} | {em} | {f1} | {rcr} |"
         )
     return "\n".join(rows)
 
@@ -63,10 +71,11 @@ def comparison_table(results: dict[str, Any]) -> str:
         "| method | ΔF1 (pt) | ΔEM (pt) | ΔRecall (pt) | ΔAID (passages) |",
         "|---|---|---|---|---|",
     ]
+    read = not answers_skipped(results)
     for name, ci in results["comparisons"].items():
+        f1, em = (_interval(ci["f1"]), _interval(ci["em"])) if read else ("–", "–")
         rows.append(
-            f"| {name} | {_interval(ci['f1'])} | {_interval(ci['em'])} | "
-            f"{_interval(ci['recall'])} | {_interval(ci['aid'], 1.0, 2)} |"
+            f"| {name} | {f1} | {em} | {_interval(ci['recall'])} | {_interval(ci['aid'], 1.0, 2)} |"
         )
     return "\n".join(rows)
 
@@ -84,6 +93,40 @@ def pool_table(results: dict[str, Any]) -> str:
             f"| {name} | {_pct(agg['first_pool_complete'])} | {_pct(agg['pool_complete'])} | "
             f"{agg['method_tokens']:.0f} | {agg['seconds'].get('method', 0):.2f} |"
         )
+    return "\n".join(rows) if len(rows) > 2 else ""
+
+
+LOSS_STAGES = (
+    "no_triples",
+    "not_connected",
+    "pruned",
+    "outside_top_m",
+    "no_chosen_chain",
+    "keep_rule",
+)
+KEEP_REASONS = ("top_n", "chain", "query_entity", "bridge", "passthrough")
+
+
+def loss_table(results: dict[str, Any]) -> str:
+    """Markdown table: where each method lost the retrieved gold passages it dropped, and
+    which rule kept the ones it kept (methods that report per-passage reasons only)."""
+    rows = [
+        "| method | gold kept | "
+        + " | ".join(f"kept: {r}" for r in KEEP_REASONS)
+        + " | gold lost | "
+        + " | ".join(f"lost: {s}" for s in LOSS_STAGES)
+        + " |",
+        "|---|" + "---:|" * (len(KEEP_REASONS) + len(LOSS_STAGES) + 2),
+    ]
+    for name, agg in results["methods"].items():
+        lost, kept = agg.get("gold_lost_at"), agg.get("gold_kept_by")
+        if lost is None or kept is None:
+            continue
+        cells = [str(sum(kept.values()))]
+        cells += [str(kept.get(r, 0)) for r in KEEP_REASONS]
+        cells += [str(sum(lost.values()))]
+        cells += [str(lost.get(s, 0)) for s in LOSS_STAGES]
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(rows) if len(rows) > 2 else ""
 
 
@@ -155,9 +198,31 @@ def render_report(results: dict[str, Any]) -> str:
             "A pool is complete when it holds every gold passage of the question: before = "
             "the first retrieval's top-k, after = every passage any query returned.",
         ]
+    losses = loss_table(results)
+    if losses:
+        lines += [
+            "",
+            "## Where gold passages were lost (counts over all questions)",
+            "",
+            losses,
+            "",
+            "Only retrieved gold passages are counted. A dropped passage is charged to the "
+            "first chain stage it did not get through: no triples extracted; not within "
+            "max_hops of a seed; reachable only through triples below tau_edge; reached but "
+            "outside the top-M candidates; a candidate but in no chosen chain; chosen but "
+            "dropped by the keep rule. Kept ones are counted by the first keep rule that "
+            "applied.",
+        ]
     if fallbacks:
         lines += ["", "Engine fallbacks (input passed through): " + "; ".join(fallbacks)]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["comparison_table", "cost_table", "pool_table", "quality_table", "render_report"]
+__all__ = [
+    "comparison_table",
+    "cost_table",
+    "loss_table",
+    "pool_table",
+    "quality_table",
+    "render_report",
+]

@@ -25,7 +25,7 @@ from neocorrag_core.config import MinerConfig
 from neocorrag_core.eval import metrics as M
 from neocorrag_core.eval.datasets import LoadReport, QAExample, load_corpus, load_qa
 from neocorrag_core.eval.protocol import BuildContext, Method, MethodInput, MethodOutput
-from neocorrag_core.eval.reader import Reader
+from neocorrag_core.eval.reader import NO_READER, NoReader, Reader
 from neocorrag_core.eval.registry import available_methods, build_methods
 from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
 from neocorrag_core.eval.splits import SPLITS, in_split
@@ -245,6 +245,7 @@ def score_record(
         # the first retrieval's pool / in the pool after residual retrieval.
         "first_pool_complete": _complete(output.info.get("first_pool_ids"), gold),
         "pool_complete": _complete(output.info.get("pool_ids"), gold),
+        **gold_diagnosis(retrieved, ids, gold, output.info),
         "method_prompt_tokens": output.prompt_tokens,
         "method_generated_tokens": output.generated_tokens,
         "reader_prompt_tokens": answer.prompt_tokens,
@@ -253,6 +254,29 @@ def score_record(
         "info": output.info,
         "peak_rss_mb": peak_rss_mb(),
     }
+
+
+def gold_diagnosis(
+    retrieved: Sequence[Passage], context_ids: Sequence[str], gold: Sequence[str], info: Any
+) -> dict[str, Any]:
+    """For methods that report per-passage reasons (the miner): where each retrieved gold
+    passage the method dropped was lost, and why each kept one was kept."""
+    stages, reasons = info.get("drop_stages"), info.get("keep_reasons")
+    if stages is None or reasons is None:
+        return {}
+    wanted, shown = set(gold), set(context_ids)
+    lost: dict[str, int] = {}
+    kept: dict[str, int] = {}
+    for passage in retrieved:
+        if passage.id not in wanted:
+            continue
+        if passage.id in shown:
+            why = reasons.get(passage.id, "other")
+            kept[why] = kept.get(why, 0) + 1
+        else:
+            stage = stages.get(passage.id, "unknown")
+            lost[stage] = lost.get(stage, 0) + 1
+    return {"gold_lost_at": lost, "gold_kept_by": kept}
 
 
 def _complete(pool_ids: Sequence[str] | None, gold: Sequence[str]) -> float | None:
@@ -265,7 +289,7 @@ class Components:
 
     retriever: Retriever
     methods: dict[str, Method]
-    reader: Reader
+    reader: Reader | NoReader
 
 
 def build_components(
@@ -290,7 +314,8 @@ def build_components(
         triple_source=triple_source or resolve_triple_source(settings.triples, settings.out),
         show_progress=True,
     )
-    if reader_lm is None:
+    no_reader = settings.reader == NO_READER and reader_lm is None
+    if reader_lm is None and not no_reader:
         same = settings.reader == "default" and settings.lm is None and lm is None
         reader_lm = miner.lm if same else resolve_lm(settings.reader)
     corpus = None
@@ -319,7 +344,11 @@ def build_components(
             evireform_overrides=dict(settings.evireform_overrides),
         )
         methods = build_methods(settings.methods, context)
-    reader = Reader(resolve_lm(reader_lm), max_new_tokens=settings.max_new_tokens)
+    reader: Reader | NoReader = (
+        NoReader()
+        if no_reader
+        else Reader(resolve_lm(reader_lm), max_new_tokens=settings.max_new_tokens)
+    )
     return Components(retriever, {m.name: m for m in methods}, reader)
 
 
@@ -542,7 +571,21 @@ def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "fallbacks": _count(r["info"].get("fallback") for r in records),
         "first_pool_complete": _mean_known(r.get("first_pool_complete") for r in records),
         "pool_complete": _mean_known(r.get("pool_complete") for r in records),
+        "gold_lost_at": _sum_counts(r.get("gold_lost_at") for r in records),
+        "gold_kept_by": _sum_counts(r.get("gold_kept_by") for r in records),
     }
+
+
+def _sum_counts(values: Any) -> dict[str, int] | None:
+    """Per-key sums of the count dicts that exist (None when no record had one)."""
+    total: dict[str, int] | None = None
+    for counts in values:
+        if counts is None:
+            continue
+        total = total or {}
+        for key, n in counts.items():
+            total[key] = total.get(key, 0) + n
+    return total
 
 
 def _mean_known(values: Any) -> float | None:

@@ -16,6 +16,16 @@ _REQUIRES = "'neocorrag[bench]' (langchain-classic, langchain-community)"
 LC_EMBEDDINGS_FILTER = MethodSpec(
     "lc-embeddings-filter", "LangChain EmbeddingsFilter (same embedder)", _FACTORY, _REQUIRES
 )
+# The same filter at fixed thresholds, for the recall/noise plot (named by threshold).
+LC_EMBEDDINGS_FILTER_030 = MethodSpec(
+    "lc-embeddings-filter-0.3", "LangChain EmbeddingsFilter at threshold 0.3", _FACTORY, _REQUIRES
+)
+LC_EMBEDDINGS_FILTER_040 = MethodSpec(
+    "lc-embeddings-filter-0.4", "LangChain EmbeddingsFilter at threshold 0.4", _FACTORY, _REQUIRES
+)
+LC_EMBEDDINGS_FILTER_060 = MethodSpec(
+    "lc-embeddings-filter-0.6", "LangChain EmbeddingsFilter at threshold 0.6", _FACTORY, _REQUIRES
+)
 LC_LLM_FILTER = MethodSpec(
     "lc-llm-filter", "LangChain LLMChainFilter (same LM, generated YES/NO)", _FACTORY, _REQUIRES
 )
@@ -26,4 +36,11 @@ LC_LLM_FILTER_LOGITS = MethodSpec(
     _REQUIRES,
 )
 
-__all__ = ["LC_EMBEDDINGS_FILTER", "LC_LLM_FILTER", "LC_LLM_FILTER_LOGITS"]
+__all__ = [
+    "LC_EMBEDDINGS_FILTER",
+    "LC_EMBEDDINGS_FILTER_030",
+    "LC_EMBEDDINGS_FILTER_040",
+    "LC_EMBEDDINGS_FILTER_060",
+    "LC_LLM_FILTER",
+    "LC_LLM_FILTER_LOGITS",
+]

@@ -114,7 +114,10 @@ class EmbeddingsFilterMethod:
 
     name = "lc-embeddings-filter"
 
-    def __init__(self, embedder: TextEmbedder, threshold: float) -> None:
+    def __init__(
+        self, embedder: TextEmbedder, threshold: float, name: str = "lc-embeddings-filter"
+    ) -> None:
+        self.name = name
         self.threshold = threshold
         self.filter = EmbeddingsFilter(
             embeddings=LangChainEmbeddings(embedder), similarity_threshold=threshold
@@ -212,6 +215,9 @@ def build(name: str, context: BuildContext) -> Any:
     miner = context.miner
     if name == "lc-embeddings-filter":
         return EmbeddingsFilterMethod(miner.embedder, context.embeddings_threshold)
+    if name.startswith("lc-embeddings-filter-"):
+        threshold = float(name.removeprefix("lc-embeddings-filter-"))
+        return EmbeddingsFilterMethod(miner.embedder, threshold, name)
     if name == "lc-llm-filter":
         return LLMChainFilterMethod(miner.lm)
     if name == "lc-llm-filter-logits":

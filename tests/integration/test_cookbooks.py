@@ -73,7 +73,7 @@ def test_readme_engine_snippet_keeps_the_second_hop_and_drops_noise():
         exec(compile(readme_snippet("Use the engine directly"), "README: engine", "exec"), {})
     printed = out.getvalue()
     assert "Evidence chains:" in printed
-    assert "d3 source of a triple in evidence chain" in printed
+    assert "d3 linked to a passage about the question" in printed  # the second hop, a bridge
     assert "Galaxy S" not in printed
 
 

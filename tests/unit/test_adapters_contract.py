@@ -110,8 +110,10 @@ def h(request):
 
 
 def make(h, **settings: Any) -> Any:
-    """An adapter on the bag-of-words embedder; search scores only unless told otherwise."""
+    """An adapter on the bag-of-words embedder; search scores only and the paper's keep
+    rule (Eq. 8: top-2 plus chain-cited documents) unless told otherwise."""
     settings.setdefault("decoding", "none")
+    settings.setdefault("keep", "paper")
     settings.setdefault("top_n", 2)
     settings.setdefault("miner_config", MINER_CONFIG)
     return h.adapter_cls(embedder=HashedBagOfWords(), **settings)
@@ -342,7 +344,7 @@ def test_one_engine_serves_both_adapters_and_several_settings(tiny_lm):
     kept_li = [li.id(d) for d in li.run(postprocessor, li.docs(), QUERY)[1:]]
     assert kept_lc == ["p1", "p4"]  # top 1 plus the sources of the one best chain
     assert kept_li == KEPT_IDS
-    assert miner.config.top_n == 2 and miner.config.beam_width == 5  # engine left as it was
+    assert miner.config.top_n is None and miner.config.beam_width == 5  # engine left as it was
 
 
 def test_bad_settings_fail_at_construction_with_a_clear_message(h):
@@ -380,3 +382,12 @@ def test_nothing_heavy_loads_at_import_or_construction():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_keep_dial_reaches_the_engine_and_the_metadata(h):
+    out = h.run(make(h, keep="recall", top_n=None), h.docs(), QUERY)
+    reasons = {h.id(d): h.metadata(d)["neocorrag_kept_reason"] for d in out[1:]}
+    assert set(reasons.values()) <= {"top_n", "query_entity", "bridge"}
+    assert [r for r in reasons.values() if r == "top_n"] == ["top_n", "top_n"]
+    with pytest.raises(ValueError):
+        make(h, keep="everything")

@@ -75,3 +75,12 @@ def test_the_plugin_example_in_the_docs_works():
     passages = [Passage(f"p{i}", f"text {i}") for i in range(4)]
     out = method.refine(MethodInput("q", passages, lambda q, k: [], 4))
     assert [p.id for p in out.passages] == ["p0", "p1"]
+
+
+def test_peer_operating_points_are_registered():
+    from neocorrag_core.eval.registry import available_methods
+
+    names = set(available_methods())
+    assert {"top-2", "top-3", "top-4"} <= names
+    assert {f"neocorrag-{m}" for m in ("recall", "balanced", "precise", "paper")} <= names
+    assert {f"lc-embeddings-filter-{t}" for t in ("0.3", "0.4", "0.6")} <= names

@@ -226,3 +226,30 @@ def test_contexts_replayed_for_another_reader(tmp_path, tiny_lm):
     mismatched = EvalSettings(**{**second.__dict__, "out": str(tmp_path / "o3"), "top_k": 3})
     with pytest.raises(ValueError, match="top_k"):
         run(mismatched, tiny_lm)
+
+
+def test_peers_dial_and_loss_diagnosis_without_a_reader(tmp_path):
+    methods = ("none", "top-2", "neocorrag-recall", "neocorrag-paper")
+    settings = settings_for(tmp_path, methods=methods, reader="none", plots=False)
+    results = run_evaluation(
+        settings, embedder=resolve_embedder(bag_of_words_embedder()), show_progress=False
+    )
+    aggs = results["methods"]
+    assert aggs["top-2"]["atd"] == 2
+    for name in methods:
+        assert aggs[name]["reader_tokens"] == 0 and aggs[name]["f1"] == 0.0
+    # Each retrieved gold passage of a miner method is either kept (by a named rule) or
+    # charged to one loss stage.
+    for name in ("neocorrag-recall", "neocorrag-paper"):
+        for record in results["per_question"][name]:
+            retrieved_gold = set(record["gold_ids"]) & set(record["retrieved_ids"])
+            kept = sum(record["gold_kept_by"].values())
+            lost = sum(record["gold_lost_at"].values())
+            assert kept + lost == len(retrieved_gold)
+            assert kept == len(retrieved_gold & set(record["context_ids"]))
+        assert aggs[name]["gold_lost_at"] is not None
+    assert aggs["top-2"]["gold_lost_at"] is None  # no per-passage reasons to diagnose
+    report = (Path(settings.out) / "report.md").read_text()
+    assert "## Where gold passages were lost" in report
+    assert "| neocorrag-paper |" in report.split("## Where gold passages were lost")[1]
+    assert "| none | " in report and " – | – | – |" in report  # EM/F1/RCR not measured

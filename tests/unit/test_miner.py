@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from conftest import bag_of_words_embedder
 
 from neocorrag_core import EvidenceChainMiner, KeepReason, MinerConfig, Passage
 from neocorrag_core.search import search_paths
+from neocorrag_core.types import LossStage
 
 TRIPLES = {
     "p1": [["Van Hook Township", "located in", "Mountrail County"]],
@@ -28,6 +31,8 @@ QUERY = "What is the capital of the county where Van Hook Township is located?"
 
 
 def miner_for(decoding: str, tiny_lm=None, **config) -> EvidenceChainMiner:
+    """A miner on the bag-of-words embedder; the paper's keep rule (Eq. 8) unless told."""
+    config.setdefault("keep", "paper")
     cfg = MinerConfig(decoding=decoding, tau_edge=0.1, tau_boost=0.1, **config)
     return EvidenceChainMiner(cfg, embedder=bag_of_words_embedder(), lm=tiny_lm)
 
@@ -95,6 +100,31 @@ def test_chain_passage_below_top_n_is_kept_and_noise_dropped():
     assert kept.get("p4") is KeepReason.CHAIN  # Mountrail County - capital -> Stanley
     assert "p3" not in kept and "p5" not in kept
     assert {d.passage.id for d in result.dropped} == {"p3", "p5"}
+
+
+def test_default_keep_mode_keeps_the_linked_hop_and_says_where_the_rest_was_lost():
+    passages = [
+        replace(p, metadata={"triples": [["Lake Sakakawea", "borders", "McLean County"]]})
+        if p.id == "p2"
+        else p
+        for p in make_passages()
+    ]
+    result = miner_for("none", keep="recall").mine(QUERY, passages)
+    kept = {k.passage.id: k.reason for k in result.kept}
+    # p4 ("Mountrail County - capital -> Stanley") shares Mountrail County with p1.
+    assert kept == {"p1": KeepReason.TOP_N, "p2": KeepReason.TOP_N, "p4": KeepReason.BRIDGE}
+    stages = {d.passage.id: d.stage for d in result.dropped}
+    assert stages == {"p3": LossStage.NOT_CONNECTED, "p5": LossStage.NOT_CONNECTED}
+
+
+def test_an_entity_most_passages_share_is_no_bridge_and_the_loss_is_charged_to_the_rule():
+    # Mountrail County is in p1, p2 and p4: a hub (more than half of five passages), so
+    # p4 is not linked; a chosen chain cites it, but keep="recall" keeps no chain sources.
+    result = miner_for("none", keep="recall").mine(QUERY, make_passages())
+    assert [k.passage.id for k in result.kept] == ["p1", "p2"]
+    assert {d.passage.id: d.stage for d in result.dropped}["p4"] is LossStage.KEEP_RULE
+    with_chains = miner_for("none", keep="recall", chain_support=True).mine(QUERY, make_passages())
+    assert {k.passage.id: k.reason for k in with_chains.kept}["p4"] is KeepReason.CHAIN
 
 
 def test_no_triples_passes_input_through():

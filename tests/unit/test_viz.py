@@ -17,7 +17,11 @@ matplotlib.use("Agg")
 def refined_langchain(**settings):
     docs = LangChainHarness().docs()
     compressor = NeocorRAGCompressor(
-        embedder=HashedBagOfWords(), decoding="none", miner_config=MINER_CONFIG, **settings
+        embedder=HashedBagOfWords(),
+        decoding="none",
+        miner_config=MINER_CONFIG,
+        keep="paper",
+        **settings,
     )
     return compressor.compress_documents(docs, QUERY), docs
 

@@ -1,0 +1,140 @@
+"""Which retrieved passages the evidence ties to the question, besides the chosen chains.
+
+The paper's stage c keeps a passage below the top-N only when a chosen chain cites it
+(Eq. 8). Measured on the tune half of the dev split, that drops one gold passage in five to
+seven (docs/benchmarks.md, "Where gold passages were lost"): the five chosen chains crowd
+around one query entity, the hop to a second entity's passage is reachable only through a
+pruned triple, or the bridge to the next hop is named differently
+("West Chicago High School" in one passage, "West Chicago, Illinois" in the next). This
+module computes the two cheap, local signals that recover most of those passages:
+
+* **query entity**: the passage is *about* something the question names (its topic is
+  mentioned in the question, or one of its triples has a capitalised query entity as
+  subject or object);
+* **bridge**: the passage is linked to an *anchor* (the best-ranked passage or a
+  query-entity passage), either because the anchor's text names the passage's topic, or by
+  sharing an entity with the anchor's triples that is not itself a query entity and not a
+  hub (an entity in more than half of the passages).
+
+A passage's *topic* is its title without a trailing qualifier ("Hello Love (song)" ->
+"Hello Love", "West Chicago, Illinois" -> "West Chicago"), or, without a title, the most
+frequent subject of its triples. Everything here is pure string and set work on the
+triples the miner already has: no model call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from neocorrag_core.graph import normalize_entity
+from neocorrag_core.types import Passage, Triple
+
+_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
+_MIN_TOPIC_CHARS = 3
+# An entity shared by more than this fraction of the passages links everything to
+# everything ("United States", a year); it is no evidence of a hop.
+_HUB_FRACTION = 0.5
+
+
+@dataclass(frozen=True)
+class PassageLinks:
+    """What ties one passage to the question, apart from chain support."""
+
+    topic: str
+    """The normalized topic (title without qualifier, else the most frequent subject)."""
+    query_entity: bool
+    """The passage is about something the question names."""
+    bridge: bool
+    """The passage is linked to an anchor passage (topic named there, or a shared entity)."""
+    linked_to: tuple[int, ...] = ()
+    """0-based positions of the anchor passages it is linked to."""
+
+
+def passage_topic(passage: Passage, triples: Sequence[Triple]) -> str:
+    """Normalized topic of a passage: its title without a trailing qualifier, else the
+    most frequent subject among its triples ("" when it has neither)."""
+    title = _QUALIFIER.sub("", passage.title or "").split(",")[0].strip()
+    if title:
+        return normalize_entity(title)
+    counts = Counter(normalize_entity(t.subject) for t in triples)
+    return counts.most_common(1)[0][0] if counts else ""
+
+
+def mentions(text: str, name: str) -> bool:
+    """Whether normalized ``text`` names ``name`` as a whole phrase (not inside a word)."""
+    if len(name) < _MIN_TOPIC_CHARS:
+        return False
+    return re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text) is not None
+
+
+def _is_name(entity: str) -> bool:
+    return any(ch.isupper() or ch.isdigit() for ch in entity)
+
+
+def _without_longer(question: str, topic: str, entities: set[str]) -> str:
+    """The question with every longer query entity containing ``topic`` blanked out, so
+    "Fallen City" is not found in "Love in a Fallen City"."""
+    for entity in sorted(entities, key=len, reverse=True):
+        if len(entity) > len(topic) and mentions(entity, topic):
+            question = question.replace(entity, " ")
+    return question
+
+
+def _entities_of(triples: Sequence[Triple]) -> set[str]:
+    return {normalize_entity(t.subject) for t in triples} | {
+        normalize_entity(t.object) for t in triples
+    }
+
+
+def link_passages(
+    query: str,
+    query_entities: Sequence[str],
+    passages: Sequence[Passage],
+    per_passage: Sequence[Sequence[Triple]],
+    *,
+    anchors_top: int = 1,
+) -> list[PassageLinks]:
+    """The links of every passage (same order as ``passages``).
+
+    Args:
+        query: the question.
+        query_entities: E_q, the names the miner found in the question.
+        passages: the retrieved passages, best first.
+        per_passage: each passage's triples (as the triple source returned them).
+        anchors_top: the best-ranked passages that count as anchors even when they hold
+            no query entity (the retriever's own best guess at the first hop).
+    """
+    if len(per_passage) != len(passages):
+        raise ValueError("per_passage must hold one list of triples per passage")
+    question = normalize_entity(query)
+    # Lower-case entities are common nouns the n-gram matcher found among the graph's
+    # nodes ("director", "father"); a passage that mentions one is not about the question.
+    wanted = {normalize_entity(e) for e in query_entities if _is_name(e)} - {""}
+    entity_sets = [_entities_of(ts) for ts in per_passage]
+    topics = [passage_topic(p, ts) for p, ts in zip(passages, per_passage, strict=True)]
+    texts = [normalize_entity(f"{p.title} . {p.text}") for p in passages]
+    spread = Counter(e for es in entity_sets for e in es)
+    hub_limit = max(2, int(_HUB_FRACTION * len(passages)))
+    about = [
+        bool(entity_sets[i] & wanted)
+        or topics[i] in wanted
+        or mentions(_without_longer(question, topics[i], wanted), topics[i])
+        for i in range(len(passages))
+    ]
+    anchors = [i for i in range(len(passages)) if i < anchors_top or about[i]]
+    links: list[PassageLinks] = []
+    for i in range(len(passages)):
+        own = {e for e in entity_sets[i] - wanted if spread[e] <= hub_limit}
+        linked = tuple(
+            j
+            for j in anchors
+            if j != i and (mentions(texts[j], topics[i]) or bool(own & entity_sets[j]))
+        )
+        links.append(PassageLinks(topics[i], about[i], bool(linked), linked))
+    return links
+
+
+__all__ = ["PassageLinks", "link_passages", "mentions", "passage_topic"]

@@ -1,0 +1,74 @@
+"""The loss diagnosis: the first chain stage each dropped passage did not get through."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neocorrag_core.diagnosis import loss_stages, reachable_triples
+from neocorrag_core.graph import EvidenceGraph
+from neocorrag_core.types import EvidenceChain, LossStage, Passage, Triple
+
+# seed "a"; a-b (p1, similar to the query), b-c (p2, pruned: low similarity), c-d (p3),
+# a-e (p4), x-y (p5, another component), p6 has no triple at all.
+TRIPLES = [
+    Triple("a", "r", "b", ("p1",)),
+    Triple("b", "r", "c", ("p2",)),
+    Triple("c", "r", "d", ("p3",)),
+    Triple("a", "r", "e", ("p4",)),
+    Triple("x", "r", "y", ("p5",)),
+]
+SIMS = np.array([0.9, 0.1, 0.9, 0.9, 0.9])
+
+
+def _graph() -> EvidenceGraph:
+    return EvidenceGraph.from_triples(TRIPLES)
+
+
+def test_reachable_triples_respects_hops_and_pruning():
+    graph = _graph()
+    assert reachable_triples(graph, ["a"], max_hops=1) == {0, 3}
+    assert reachable_triples(graph, ["a"], max_hops=3) == {0, 1, 2, 3}
+    assert reachable_triples(graph, ["a"], max_hops=3, allowed=[s >= 0.5 for s in SIMS]) == {0, 3}
+
+
+def test_each_stage_is_named():
+    graph = _graph()
+    passages = {f"p{i}": Passage(f"p{i}", "t") for i in range(1, 7)}
+    per_passage = {pid: [t for t in TRIPLES if pid in t.source_ids] for pid in passages}
+    chain_p1 = EvidenceChain((TRIPLES[0],), "a - r -> b", 1.0)
+    chain_p4 = EvidenceChain((TRIPLES[3],), "a - r -> e", 0.9)
+    stages = loss_stages(
+        list(passages.values()),
+        per_passage,
+        graph,
+        ["a"],
+        SIMS,
+        candidates=[chain_p1, chain_p4],
+        chains=[chain_p1],
+        tau_edge=0.5,
+        max_hops=3,
+    )
+    assert stages == {
+        "p1": LossStage.KEEP_RULE,  # in a chosen chain, yet dropped
+        "p2": LossStage.PRUNED,  # b-c itself is below tau_edge
+        "p3": LossStage.PRUNED,  # c-d is only reachable through b-c
+        "p4": LossStage.NO_CHOSEN_CHAIN,
+        "p5": LossStage.NOT_CONNECTED,
+        "p6": LossStage.NO_TRIPLES,
+    }
+
+
+def test_reached_but_not_a_candidate_is_outside_top_m():
+    graph = _graph()
+    stages = loss_stages(
+        [Passage("p4", "t")],
+        {"p4": [TRIPLES[3]]},
+        graph,
+        ["a"],
+        SIMS,
+        candidates=[],
+        chains=[],
+        tau_edge=0.5,
+        max_hops=3,
+    )
+    assert stages == {"p4": LossStage.OUTSIDE_TOP_M}
