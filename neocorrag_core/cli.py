@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from neocorrag_core import __version__
-from neocorrag_core.config import MinerConfig
+from neocorrag_core.config import KEEP_MODES, MinerConfig
 from neocorrag_core.formats import read_json_or_lines
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.rendering import render_passages
@@ -445,7 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--keep",
-        choices=["recall", "balanced", "precise", "paper"],
+        choices=list(KEEP_MODES),
         default="recall",
         help="the recall/noise dial of stage c (default: recall)",
     )

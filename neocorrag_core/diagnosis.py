@@ -70,6 +70,8 @@ def loss_stages(
         candidates: the top-M paths handed to decoding; chains: the chosen ones.
         tau_edge, max_hops: the search settings the miner used.
     """
+    if not dropped:
+        return {}
     everywhere = reachable_triples(graph, seeds, max_hops=max_hops)
     unpruned = reachable_triples(
         graph, seeds, max_hops=max_hops, allowed=[bool(s >= tau_edge) for s in triple_sims]

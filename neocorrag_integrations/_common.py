@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, field_validator
 
-from neocorrag_core.config import MinerConfig
+from neocorrag_core.config import KeepMode, MinerConfig
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.refine import passthrough
 from neocorrag_core.triples import TripleSource
@@ -196,7 +196,7 @@ class RefinerSettings(BaseModel):
     settings below then apply per call on top of that miner's own configuration.
     """
 
-    keep: Literal["recall", "balanced", "precise", "paper"] | None = Field(
+    keep: KeepMode | None = Field(
         default=None,
         description="The recall/noise dial: 'recall' (keeps the evidence), 'balanced', "
         "'precise' or 'paper' (Eq. 8 as published); None = the engine's ('recall').",

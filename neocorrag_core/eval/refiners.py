@@ -18,6 +18,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from neocorrag_core.config import KEEP_MODES
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
 from neocorrag_core.generation import input_ids_tensor, neutral_settings
 from neocorrag_core.miner import EvidenceChainMiner
@@ -29,10 +30,7 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
     "neocorrag-beam": {"decoding": "beam"},
     "neocorrag-rank": {"decoding": "rank"},
     "neocorrag-none": {"decoding": "none"},
-    "neocorrag-recall": {"keep": "recall"},
-    "neocorrag-balanced": {"keep": "balanced"},
-    "neocorrag-precise": {"keep": "precise"},
-    "neocorrag-paper": {"keep": "paper"},
+    **{f"neocorrag-{mode}": {"keep": mode} for mode in KEEP_MODES},
     "ablation-naive-search": {"decoding": "beam", "search": "naive"},
     "ablation-no-filter": {"decoding": "beam", "filter_passages": False},
 }

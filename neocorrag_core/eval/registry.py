@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
+from neocorrag_core.config import KEEP_MODES
 from neocorrag_core.eval.protocol import BuildContext, Method, MethodFactory
 
 logger = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
     ),
     *(
         MethodSpec(f"neocorrag-{mode}", f"neocorrag, keep={mode!r}", f"{_REFINERS}:build_miner")
-        for mode in ("recall", "balanced", "precise", "paper")
+        for mode in KEEP_MODES
     ),
     MethodSpec(
         "ablation-naive-search",

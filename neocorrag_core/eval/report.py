@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from neocorrag_core.eval.registry import method_descriptions
+from neocorrag_core.types import KeepReason, LossStage
 
 
 def _pct(value: float) -> str:
@@ -96,15 +97,8 @@ def pool_table(results: dict[str, Any]) -> str:
     return "\n".join(rows) if len(rows) > 2 else ""
 
 
-LOSS_STAGES = (
-    "no_triples",
-    "not_connected",
-    "pruned",
-    "outside_top_m",
-    "no_chosen_chain",
-    "keep_rule",
-)
-KEEP_REASONS = ("top_n", "chain", "query_entity", "bridge", "passthrough")
+LOSS_STAGES = tuple(stage.value for stage in LossStage)
+KEEP_REASONS = tuple(reason.value for reason in KeepReason)
 
 
 def loss_table(results: dict[str, Any]) -> str:
