@@ -7,11 +7,19 @@ enforce it). Heavy models load lazily.
 from importlib import metadata as _metadata
 
 from neocorrag_core.config import MinerConfig
+from neocorrag_core.errors import (
+    ConfigError,
+    InputError,
+    MissingDependencyError,
+    ModelLoadError,
+    NeocorragError,
+    RetrievalError,
+    StoreError,
+)
 from neocorrag_core.evireform import (
     EvidenceReformulator,
     ReformulationConfig,
     ReformulationResult,
-    RetrievalError,
 )
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.triples import (
@@ -37,20 +45,26 @@ except _metadata.PackageNotFoundError:  # imported from a source tree that was n
 
 __all__ = [
     "ChainedTripleSource",
+    "ConfigError",
     "DroppedPassage",
     "EvidenceChain",
     "EvidenceChainMiner",
     "EvidenceReformulator",
+    "InputError",
     "KeepReason",
     "KeptPassage",
     "MetadataTripleSource",
     "MinerConfig",
     "MiningResult",
+    "MissingDependencyError",
+    "ModelLoadError",
+    "NeocorragError",
     "OpenIETripleSource",
     "Passage",
     "ReformulationConfig",
     "ReformulationResult",
     "RetrievalError",
+    "StoreError",
     "Triple",
     "TripleSource",
     "__version__",

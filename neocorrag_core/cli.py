@@ -7,8 +7,8 @@
 * ``neocorrag doctor``: the CPU, the LM float format chosen for it and why, the threads;
 * ``neocorrag --version``.
 
-Errors the user can fix (bad input, a missing extra, a missing file) print one line and
-exit with status 2.
+Errors the user can fix (bad input, a missing extra, a missing file, an unusable store:
+every :class:`~neocorrag_core.errors.NeocorragError`) print one line and exit with status 2.
 """
 
 from __future__ import annotations
@@ -26,25 +26,82 @@ from typing import Any
 
 from neocorrag_core import __version__
 from neocorrag_core.config import KEEP_MODES, MinerConfig
-from neocorrag_core.formats import read_json_or_lines
+from neocorrag_core.errors import NeocorragError, StoreError
+from neocorrag_core.formats import DataFormatError, read_json_or_lines
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.rendering import render_passages
 from neocorrag_core.types import MiningResult, Passage
 
 RULE = "=" * 78
 
+DEMO_SHAPE = (
+    'a non-empty list of questions (or {"questions": [...]}), each {"question": "...", '
+    '"paragraphs": [{"id": ..., "text": "...", "title"?: "...", "is_supporting"?: bool, '
+    '"triples"?: [[subject, relation, object], ...]}, ...]}, as in the bundled sample'
+)
+"""What ``neocorrag demo --data`` reads (the MuSiQue shape); quoted by its errors."""
+
 
 def load_demo_questions(path: str | Path | None = None) -> list[dict[str, Any]]:
-    """The bundled MuSiQue sample, or a file in the same format (see data/README.md)."""
+    """The bundled MuSiQue sample, or a file in the same format (see data/README.md).
+
+    The shape is checked up front (:data:`DEMO_SHAPE`), so a wrong file fails here with a
+    :class:`~neocorrag_core.formats.DataFormatError` naming it, not later with a KeyError.
+    """
     if path is None:
         bundled = resources.files("neocorrag_core").joinpath("data/demo_questions.json")
         data = json.loads(bundled.read_text(encoding="utf-8"))
+        origin = "the bundled demo data"
     else:
         data = read_json_or_lines(path, what="demo data file")
-    questions = data["questions"] if isinstance(data, dict) else data
+        origin = str(Path(path).expanduser())
+    questions = data.get("questions") if isinstance(data, dict) else data
     if not isinstance(questions, list) or not questions:
-        raise ValueError("demo data must hold a non-empty list of questions")
+        if questions == []:
+            found = "an empty list of questions"
+        elif isinstance(data, dict) and "questions" in data:
+            found = f'a "questions" entry that is {_json_kind(questions)}'
+        else:
+            found = _json_kind(data)
+        raise DataFormatError(f"{origin} holds {found}; the demo reads {DEMO_SHAPE}")
+    for number, item in enumerate(questions, start=1):
+        problem = _demo_question_problem(item)
+        if problem is not None:
+            raise DataFormatError(
+                f"{origin}: question {number} {problem}; the demo reads {DEMO_SHAPE}"
+            )
     return questions
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"a JSON object with keys {sorted(value)[:6]}"
+    kinds = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return f"a JSON {kinds.get(type(value), 'null' if value is None else type(value).__name__)}"
+
+
+def _demo_question_problem(item: Any) -> str | None:
+    """What is wrong with one demo question (``None``: nothing); run_demo's every access."""
+    if not isinstance(item, dict):
+        return f"is {_json_kind(item)}, not an object"
+    question = item.get("question")
+    if not isinstance(question, str) or not question.strip():
+        return 'has no "question" text'
+    paragraphs = item.get("paragraphs")
+    if not isinstance(paragraphs, list) or not paragraphs:
+        return 'has no "paragraphs" list (MuSiQue shape)'
+    for k, para in enumerate(paragraphs, start=1):
+        if not isinstance(para, dict):
+            return f"paragraph {k} is {_json_kind(para)}, not an object"
+        if not isinstance(para.get("id"), (str, int)) or isinstance(para.get("id"), bool):
+            return f'paragraph {k} has no "id" (a string or number)'
+        if not isinstance(para.get("text"), str):
+            return f'paragraph {k} has no "text" string'
+        if not isinstance(para.get("title", ""), str):
+            return f'paragraph {k} has a "title" that is not a string'
+        if not isinstance(para.get("triples", []), list):
+            return f'paragraph {k} has "triples" that are not a list'
+    return None
 
 
 def dense_top_k(embedder: Any, question: str, passages: Sequence[Passage], k: int) -> list[Passage]:
@@ -322,19 +379,51 @@ def _make_extractor(args: argparse.Namespace) -> Any:
 
 
 def run_index(args: argparse.Namespace) -> int:
-    """Extract the triples of a corpus file into the store; stored passages are skipped."""
-    from tqdm.auto import tqdm
+    """Extract the triples of a corpus file into the store; stored passages are skipped.
 
+    Runs on one store take turns (:meth:`~neocorrag_core.triples.store.TripleStore.indexer_lock`):
+    a second run waits for the first, then extracts only what the first left undone.
+    """
     from neocorrag_core.corpus import load_corpus
     from neocorrag_core.triples.store import CachedTripleSource, TripleStore
 
     started = time.perf_counter()
     corpus = load_corpus(args.corpus, limit=args.limit)
-    passages = corpus.passages
     store = TripleStore(args.store)
     source = CachedTripleSource(store, _make_extractor(args), batch_size=args.batch_size)
+
+    def waiting(pid: int | None) -> None:
+        print(
+            f"waiting for another indexer (pid {pid or '?'}) of {store.path}; then this run "
+            "extracts only what that one left undone (Ctrl-C to stop)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    if store.read_only:  # nothing to lock: it only reads, and fails if there is work
+        return _index_passages(args, corpus, source, started)
+    try:
+        with store.indexer_lock(on_wait=waiting):
+            return _index_passages(args, corpus, source, started)
+    except KeyboardInterrupt:  # while waiting for the other indexer: nothing was done
+        print("interrupted: run the same command again to index", file=sys.stderr)
+        return 130
+
+
+def _index_passages(args: argparse.Namespace, corpus: Any, source: Any, started: float) -> int:
+    """The part of ``neocorrag index`` that runs under the indexer lock."""
+    from tqdm.auto import tqdm
+
+    passages, store = corpus.passages, source.store
+    # Read after taking the lock: what a run that held it before stored is skipped.
     done = store.contains(passages, source.key)
     todo = [p for p, stored in zip(passages, done, strict=True) if not stored]
+    if todo and store.read_only:
+        raise StoreError(
+            f"the triple store {store.path} is read-only, and {len(todo)} passage(s) are not "
+            "in it yet: index into a writable --store (or NEOCORRAG_CACHE), or make the file "
+            "and its folder writable"
+        )
     print(
         f"{args.corpus}: {len(passages)} unique passages ({corpus.format} format, "
         f"{corpus.duplicates} duplicates dropped); {len(passages) - len(todo)} already in "
@@ -487,8 +576,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--batch-size and --limit must be at least 1")
     try:
         return int(args.func(args))
-    except (ImportError, OSError, ValueError, RuntimeError) as exc:
-        print(f"neocorrag {args.command}: error: {exc}", file=sys.stderr)
+    except (NeocorragError, ImportError, OSError, ValueError, RuntimeError) as exc:
+        # One line, whatever the message holds: the error is the fix to apply, not a trace.
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        print(
+            f"neocorrag {args.command}: error: {'; '.join(lines) or type(exc).__name__}",
+            file=sys.stderr,
+        )
         return 2
 
 

@@ -5,11 +5,38 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
+from neocorrag_core.errors import ConfigError
+from neocorrag_core.prompt_budget import (
+    DEFAULT_PASSAGE_TOKENS,
+    DEFAULT_PROMPT_TOKENS,
+    DEFAULT_QUESTION_TOKENS,
+    DEFAULT_TITLE_TOKENS,
+)
+from neocorrag_core.validation import check_bool, check_choice, check_int, check_number
+
 DecodingMode = Literal["beam", "rank", "none"]
 EntityMode = Literal["auto", "ngram", "spacy"]
 SearchMode = Literal["activated", "naive"]
 PromptContext = Literal["passages", "sentences"]
 KeepMode = Literal["recall", "balanced", "precise", "paper"]
+
+_POSITIVE_INTS = (
+    "max_path_length",
+    "max_hops",
+    "num_candidates",
+    "seed_fallback_per_entity",
+    "max_seeds",
+    "max_expansions",
+    "max_paths",
+    "beam_width",
+    "prompt_passages",
+    "max_passage_chars",
+    "rank_batch_size",
+    "max_question_tokens",
+    "max_title_tokens",
+    "max_passage_tokens",
+    "max_prompt_tokens",
+)
 
 KEEP_MODES: dict[str, tuple[int, bool, bool, bool]] = {
     "recall": (2, False, True, True),
@@ -72,6 +99,14 @@ class MinerConfig:
             an entity of a candidate triple it supplied (its lead sentence when none
             does), which is what the LM needs to judge the candidates, in fewer tokens.
         rank_batch_size: candidates scored per forward pass in ``"rank"`` mode.
+        max_question_tokens / max_title_tokens / max_passage_tokens: token budgets of the
+            question, of each title and key entity, and of each passage's text in the
+            prompt (:mod:`neocorrag_core.prompt_budget`); longer text is cut with an
+            ellipsis, so an 8,000-character question costs what a 128-token one does.
+        max_prompt_tokens: the whole prompt's budget, lowered further so that prompt plus
+            the longest candidate fit the model's context window; passages are dropped
+            from the end until it fits, and when even none fit decoding takes the search
+            order (``result.notes`` says so).
 
     Stage c (refine)
         keep: the recall/noise dial; every mode keeps the top-N by retrieval rank.
@@ -114,6 +149,10 @@ class MinerConfig:
     max_passage_chars: int = 700
     prompt_context: PromptContext = "passages"
     rank_batch_size: int = 16
+    max_question_tokens: int = DEFAULT_QUESTION_TOKENS
+    max_title_tokens: int = DEFAULT_TITLE_TOKENS
+    max_passage_tokens: int = DEFAULT_PASSAGE_TOKENS
+    max_prompt_tokens: int = DEFAULT_PROMPT_TOKENS
 
     keep: KeepMode = "recall"
     top_n: int | None = None
@@ -121,50 +160,29 @@ class MinerConfig:
     filter_passages: bool = True
 
     def __post_init__(self) -> None:
+        # Types and finiteness first (ConfigError), so NaN, 2.5 beams or "no" never reach a
+        # comparison that would let them through or crash deep inside a call.
+        owner = "MinerConfig"
         for name in ("tau_node", "tau_edge", "tau_boost", "seed_fallback_min_similarity"):
-            value = getattr(self, name)
-            if not -1.0 <= value <= 1.0:
-                raise ValueError(f"{name} is a cosine threshold in [-1, 1], got {value}")
+            check_number(owner, name, getattr(self, name), low=-1.0, high=1.0)
         if self.tau_boost < self.tau_edge:
-            raise ValueError(
+            raise ConfigError(
                 f"tau_boost ({self.tau_boost}) must be >= tau_edge ({self.tau_edge}), "
                 "as the paper requires: only triples that pass pruning may earn the reward"
             )
-        if not 0.0 < self.alpha <= 1.0:
-            raise ValueError(f"alpha is an attenuation in (0, 1], got {self.alpha}")
-        if self.beta < 1.0:
-            raise ValueError(f"beta is an activation reward >= 1, got {self.beta}")
-        for name in (
-            "max_path_length",
-            "max_hops",
-            "num_candidates",
-            "seed_fallback_per_entity",
-            "max_seeds",
-            "max_expansions",
-            "max_paths",
-            "beam_width",
-            "prompt_passages",
-            "max_passage_chars",
-            "rank_batch_size",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.top_n is not None and self.top_n < 0:
-            raise ValueError(f"top_n must be >= 0, got {self.top_n}")
-        if self.keep not in KEEP_MODES:
-            raise ValueError(f"keep must be one of {', '.join(KEEP_MODES)}, got {self.keep!r}")
-        if self.decoding not in ("beam", "rank", "none"):
-            raise ValueError(f"decoding must be 'beam', 'rank' or 'none', got {self.decoding!r}")
-        if self.prompt_context not in ("passages", "sentences"):
-            raise ValueError(
-                f"prompt_context must be 'passages' or 'sentences', got {self.prompt_context!r}"
-            )
-        if self.search not in ("activated", "naive"):
-            raise ValueError(f"search must be 'activated' or 'naive', got {self.search!r}")
-        if self.query_entities not in ("auto", "ngram", "spacy"):
-            raise ValueError(
-                f"query_entities must be 'auto', 'ngram' or 'spacy', got {self.query_entities!r}"
-            )
+        check_number(owner, "alpha", self.alpha, low=0.0, high=1.0, low_open=True)
+        check_number(owner, "beta", self.beta, low=1.0)
+        for name in _POSITIVE_INTS:
+            check_int(owner, name, getattr(self, name), minimum=1)
+        check_int(owner, "top_n", self.top_n, minimum=0, optional=True)
+        for name in ("include_passages_in_prompt", "filter_passages"):
+            check_bool(owner, name, getattr(self, name))
+        check_bool(owner, "chain_support", self.chain_support, optional=True)
+        check_choice(owner, "keep", self.keep, KEEP_MODES)
+        check_choice(owner, "decoding", self.decoding, ("beam", "rank", "none"))
+        check_choice(owner, "prompt_context", self.prompt_context, ("passages", "sentences"))
+        check_choice(owner, "search", self.search, ("activated", "naive"))
+        check_choice(owner, "query_entities", self.query_entities, ("auto", "ngram", "spacy"))
 
     @property
     def kept_top_n(self) -> int:
@@ -181,7 +199,7 @@ class MinerConfig:
         known = {f.name for f in fields(self)}
         unknown = sorted(set(changes) - known)
         if unknown:
-            raise TypeError(f"unknown MinerConfig field(s): {', '.join(unknown)}")
+            raise ConfigError(f"unknown MinerConfig field(s): {', '.join(unknown)}")
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:

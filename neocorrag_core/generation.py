@@ -7,21 +7,101 @@ temperatures) never changes a score or makes a call nondeterministic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neocorrag_core.models import LanguageModel, end_of_turn_token_id
 
 
+def text_token_ids(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of untrusted ``text`` with no special token in them.
+
+    ``split_special_tokens=True`` makes a passage (or query, title, triple) that contains
+    ``<|im_end|>`` or ``<|eot_id|>`` tokenize as those characters, never as the control token,
+    so retrieved text cannot forge prompt structure.
+    """
+    return [
+        int(i)
+        for i in tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    ]
+
+
+# Stand-ins for message contents while a chat template is rendered: no template transforms
+# them and no text we build contains a NUL.
+_SLOT = "\x00neocorrag-slot-{}\x00"
+
+
+def chat_ids(tokenizer: Any, messages: Sequence[Mapping[str, str]]) -> list[int]:
+    """``messages`` rendered with the tokenizer's chat template (generation prompt added), as
+    token ids in which only the template's own markers are special tokens.
+
+    The template is rendered with stand-ins for the contents; its pieces are tokenized with
+    special tokens recognized, the contents with :func:`text_token_ids`. A template that
+    drops or reorders the stand-ins (none known) is rendered with the contents instead, after
+    every special-token string in them is broken by a zero-width space, so the guarantee holds
+    either way.
+    """
+    slots = [_SLOT.format(i) for i in range(len(messages))]
+    stand_in = [{**m, "content": slot} for m, slot in zip(messages, slots, strict=True)]
+    rendered = tokenizer.apply_chat_template(stand_in, tokenize=False, add_generation_prompt=True)
+    pieces: list[tuple[str, bool]] = []  # (text, is content)
+    rest = rendered
+    for slot, message in zip(slots, messages, strict=True):
+        head, found, rest = rest.partition(slot)
+        if not found:
+            return _escaped_chat_ids(tokenizer, messages)
+        pieces += [(head, False), (message["content"], True)]
+    pieces.append((rest, False))
+    ids: list[int] = []
+    for text, is_content in pieces:
+        if not text:
+            continue
+        if is_content:
+            ids += text_token_ids(tokenizer, text)
+        else:
+            ids += [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
+    return ids
+
+
+def _escaped_chat_ids(tokenizer: Any, messages: Sequence[Mapping[str, str]]) -> list[int]:
+    specials = sorted(
+        {str(t) for t in getattr(tokenizer, "all_special_tokens", []) if len(str(t)) > 1}
+        | {
+            str(t.content)
+            for t in getattr(tokenizer, "added_tokens_decoder", {}).values()
+            if getattr(t, "special", False) and len(str(t.content)) > 1
+        },
+        key=len,
+        reverse=True,
+    )
+
+    def escape(text: str) -> str:
+        for token in specials:
+            text = text.replace(token, token[0] + "\u200b" + token[1:])
+        return text
+
+    safe = [{**m, "content": escape(m["content"])} for m in messages]
+    rendered = tokenizer.apply_chat_template(safe, tokenize=False, add_generation_prompt=True)
+    return [int(i) for i in tokenizer(rendered, add_special_tokens=False)["input_ids"]]
+
+
 def chat_prompt_ids(lm: LanguageModel, text: str, plain_suffix: str = "") -> list[int]:
-    """``text`` as one user turn in the LM's chat template (or plain text plus a suffix)."""
+    """``text`` as one user turn in the LM's chat template (or plain text plus a suffix), with
+    no special token coming from ``text`` (:func:`chat_ids`)."""
     tokenizer = lm.tokenizer
     if getattr(tokenizer, "chat_template", None):
-        rendered = tokenizer.apply_chat_template(
-            [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
-        )
-        return list(tokenizer(rendered, add_special_tokens=False)["input_ids"])
-    return list(tokenizer(text + plain_suffix)["input_ids"])
+        return chat_ids(tokenizer, [{"role": "user", "content": text}])
+    # No template: the tokenizer's own framing tokens (BOS, and EOS for tokenizers that add
+    # one) around the text, which is tokenized as plain text.
+    body = text_token_ids(tokenizer, text + plain_suffix)
+    framed = [int(i) for i in tokenizer("x", add_special_tokens=True)["input_ids"]]
+    bare = [int(i) for i in tokenizer("x", add_special_tokens=False)["input_ids"]]
+    if not bare:
+        return body
+    start = next((i for i in range(len(framed)) if framed[i : i + len(bare)] == bare), None)
+    if start is None:
+        return body
+    return framed[:start] + body + framed[start + len(bare) :]
 
 
 # Processors that would move scores away from the model's plain log-probs, all switched off.
@@ -101,9 +181,11 @@ def greedy_generate(lm: LanguageModel, ids: Sequence[int], max_new_tokens: int) 
 
 
 __all__ = [
+    "chat_ids",
     "chat_prompt_ids",
     "greedy_generate",
     "input_ids_tensor",
     "model_device",
     "neutral_settings",
+    "text_token_ids",
 ]

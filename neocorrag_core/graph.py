@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -10,7 +9,10 @@ from typing import Any
 
 from neocorrag_core.types import Triple
 
-_EDGE_PUNCT = re.compile(r"^[\s\"'`“”‘’.,;:!?()\[\]{}]+|[\s\"'`“”‘’.,;:!?()\[\]{}]+$")
+# Stripped from both ends of a name. str.strip, not a regex: "[...]+$" tried at every offset
+# of a long run of these characters is quadratic (". " * 16000 took 19 s), and passage texts
+# and questions are normalized too, not only short entity names.
+_EDGE_CHARS = " \"'`“”‘’.,;:!?()[]{}"
 
 
 def normalize_entity(name: str) -> str:
@@ -20,8 +22,8 @@ def normalize_entity(name: str) -> str:
     for display and for the chain text.
     """
     text = unicodedata.normalize("NFKC", name)
-    text = " ".join(text.split())
-    return _EDGE_PUNCT.sub("", text).casefold()
+    text = " ".join(text.split())  # the only whitespace left is single inner spaces
+    return text.strip(_EDGE_CHARS).casefold()
 
 
 @dataclass(frozen=True)

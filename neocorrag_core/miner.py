@@ -11,13 +11,17 @@ from typing import Any
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.diagnosis import loss_stages
 from neocorrag_core.entities import QueryEntityExtractor
+from neocorrag_core.errors import InputError
+from neocorrag_core.generation import text_token_ids
 from neocorrag_core.graph import EvidenceGraph
 from neocorrag_core.links import link_passages
 from neocorrag_core.models import LazyModels
+from neocorrag_core.prompt_budget import PromptTooLongError, TokenClipper, fit_prompt, prompt_limit
 from neocorrag_core.refine import passthrough, refine_passages
 from neocorrag_core.search import naive_search_paths, search_paths, select_seeds, to_chain
 from neocorrag_core.timing import timed
 from neocorrag_core.triples import MetadataTripleSource, TripleSource
+from neocorrag_core.triples.base import triples_per_passage
 from neocorrag_core.types import EvidenceChain, MiningResult, Passage
 
 logger = logging.getLogger(__name__)
@@ -108,12 +112,7 @@ class EvidenceChainMiner:
             return MiningResult(query, [], [], [], 0, fallback="no_passages")
 
         with timed(timings, "triples"):
-            per_passage = self.triple_source.triples_for(passages)
-        if len(per_passage) != len(passages):
-            raise RuntimeError(
-                f"{type(self.triple_source).__name__}.triples_for returned {len(per_passage)} "
-                f"lists for {len(passages)} passages; it must return one list per passage"
-            )
+            per_passage = triples_per_passage(self.triple_source, passages)
         with timed(timings, "graph"):
             graph = EvidenceGraph.from_triples(t for ts in per_passage for t in ts)
         if not graph.triples:
@@ -138,12 +137,15 @@ class EvidenceChainMiner:
             search = search_paths if config.search == "activated" else naive_search_paths
             paths, stats = search(graph, seeds.nodes, triple_vecs, query_vec, config)
             candidates = _unique_by_text([to_chain(graph, p) for p in paths])
+        notes: list[str] = []
         if stats.truncated:
             logger.info("chain search hit its work cap: %s", "; ".join(stats.notes))
+            notes.append(f"chain search hit its work cap: {'; '.join(stats.notes)}")
         found: dict[str, Any] = {
             "query_entities": entities,
             "seed_nodes": [graph.surface[n] for n in seeds.nodes],
             "seed_fallback": seeds.fallback,
+            "notes": notes,
         }
         if not seeds.nodes:
             return fallback("no_seed_nodes", **found)
@@ -152,7 +154,7 @@ class EvidenceChainMiner:
 
         with timed(timings, "decode"):
             chains, prompt_tokens, generated_tokens = self._decode(
-                query, entities, passages, candidates, config
+                query, entities, passages, candidates, config, notes
             )
         if not chains:
             return fallback("decoding_returned_no_chain", **found)
@@ -200,24 +202,47 @@ class EvidenceChainMiner:
         passages: list[Passage],
         config: MinerConfig,
         candidates: Sequence[EvidenceChain] = (),
+        *,
+        reserve: int = 0,
     ) -> list[int]:
         """Stage b's prompt (question, entities, top passages) as the config shapes it.
 
+        Every piece is cut to its token budget; passages are dropped from the end until the
+        prompt fits ``max_prompt_tokens`` and, with ``reserve`` more tokens (the longest
+        candidate), the model's context window; :class:`PromptTooLongError` when none fits.
         With ``prompt_context="sentences"`` each passage shows only the sentences that
         mention an entity of a candidate triple it supplied. Callers must hold
         ``self.lm.lock``: the tokenizer is shared between threads.
         """
         from neocorrag_core.decoding import build_prompt_ids
 
-        return build_prompt_ids(
-            self.lm,
-            query,
-            entities,
-            passages[: config.prompt_passages],
-            max_passage_chars=config.max_passage_chars,
-            include_passages=config.include_passages_in_prompt,
-            focus=candidate_focus(candidates) if config.prompt_context == "sentences" else None,
+        lm = self.lm
+        clip = TokenClipper(
+            lm.tokenizer,
+            question=config.max_question_tokens,
+            title=config.max_title_tokens,
+            passage=config.max_passage_tokens,
         )
+        focus = candidate_focus(candidates) if config.prompt_context == "sentences" else None
+        shown = passages[: config.prompt_passages] if config.include_passages_in_prompt else []
+
+        def build(n: int) -> list[int]:
+            return build_prompt_ids(
+                lm,
+                query,
+                entities,
+                shown[:n],
+                max_passage_chars=config.max_passage_chars,
+                include_passages=n > 0,
+                focus=focus,
+                clip=clip,
+            )
+
+        limit = prompt_limit(lm, config.max_prompt_tokens, reserve)
+        ids, used = fit_prompt(build, len(shown), limit)
+        if used < len(shown):
+            logger.info("decoding prompt: %d of %d passages fit %d tokens", used, len(shown), limit)
+        return ids
 
     def _decode(
         self,
@@ -226,6 +251,7 @@ class EvidenceChainMiner:
         passages: list[Passage],
         candidates: list[EvidenceChain],
         config: MinerConfig,
+        notes: list[str],
     ) -> tuple[list[EvidenceChain], int, int]:
         """Stage b: pick chains among the candidates; returns (chains, prompt, generated tokens)."""
         if config.decoding == "none":
@@ -237,7 +263,14 @@ class EvidenceChainMiner:
         # One lock around the whole stage: the tokenizer and the model are shared by every
         # thread (async adapters run mining in worker threads), and neither is safe to share.
         with lm.lock:
-            prompt_ids = self.decoding_prompt_ids(query, entities, passages, config, candidates)
+            longest = max(len(text_token_ids(lm.tokenizer, t)) for t in texts) + 1
+            try:
+                prompt_ids = self.decoding_prompt_ids(
+                    query, entities, passages, config, candidates, reserve=longest
+                )
+            except PromptTooLongError as err:
+                notes.append(f"decoding used the search order: {err}")
+                return candidates[: config.beam_width], 0, 0
             if config.decoding == "beam":
                 output = beam_decode(lm, prompt_ids, texts, num_beams=config.beam_width)
             else:
@@ -262,18 +295,18 @@ class EvidenceChainMiner:
 
 def _validate_inputs(query: str, passages: Sequence[Passage]) -> None:
     if not isinstance(query, str) or not query.strip():
-        raise ValueError("query must be a non-empty string")
+        raise InputError("query must be a non-empty string")
     if isinstance(passages, (str, bytes)) or not isinstance(passages, Sequence):
-        raise TypeError("passages must be a sequence of Passage objects, in retrieval order")
+        raise InputError("passages must be a sequence of Passage objects, in retrieval order")
     ids: set[str] = set()
     for i, passage in enumerate(passages):
         if not isinstance(passage, Passage):
-            raise TypeError(
+            raise InputError(
                 f"passages[{i}] is a {type(passage).__name__}; wrap documents as "
                 "neocorrag_core.Passage(id=..., text=...)"
             )
         if passage.id in ids:
-            raise ValueError(
+            raise InputError(
                 f"duplicate passage id {passage.id!r}: ids must be unique, since kept passages "
                 "are found by which passage a chain's triples came from"
             )

@@ -96,7 +96,20 @@ def activated_score(
     """
     penalty = config.alpha ** max(0, length - config.max_path_length)
     relevance = float(_unit(vec_sum / length) @ query_vec)
-    return penalty * relevance * config.beta**boosts
+    return penalty * relevance * _reward(config.beta, boosts)
+
+
+# beta^boosts saturates here: a float power that overflows raises OverflowError (beta=1e200,
+# two boosts), and an infinite score would be dropped as non-finite. Any |penalty * relevance|
+# <= ~1 times this stays finite.
+_MAX_REWARD = 1e300
+
+
+def _reward(beta: float, boosts: int) -> float:
+    try:
+        return min(float(beta**boosts), _MAX_REWARD)
+    except OverflowError:
+        return _MAX_REWARD
 
 
 def path_score(

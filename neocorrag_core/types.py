@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any
 
 from neocorrag_core.cost import Cost
+from neocorrag_core.errors import InputError
 from neocorrag_core.rendering import render_chains, render_context
 
 
@@ -20,7 +21,8 @@ class Passage:
     """One retrieved document, in retrieval order (rank 1 first) when passed to the miner.
 
     ``metadata`` may carry precomputed triples under ``"triples"`` (see
-    :class:`neocorrag_core.triples.MetadataTripleSource`).
+    :class:`neocorrag_core.triples.MetadataTripleSource`); ``None`` is taken as ``{}``.
+    Wrong types raise :class:`~neocorrag_core.errors.InputError` at construction.
     """
 
     id: str
@@ -31,9 +33,24 @@ class Passage:
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
-            raise ValueError(f"Passage.id must be a non-empty string, got {self.id!r}")
+            raise InputError(f"Passage.id must be a non-empty string, got {self.id!r}")
         if not isinstance(self.text, str):
-            raise TypeError(f"Passage.text must be a string, got {type(self.text).__name__}")
+            raise InputError(f"Passage.text must be a string, got {type(self.text).__name__}")
+        if not isinstance(self.title, str):
+            raise InputError(f"Passage.title must be a string, got {type(self.title).__name__}")
+        if self.metadata is None:  # what "no metadata" often looks like in user code
+            object.__setattr__(self, "metadata", {})
+        if not isinstance(self.metadata, Mapping):
+            raise InputError(
+                f"Passage.metadata must be a mapping (use {{}} for none), got "
+                f"{type(self.metadata).__name__}"
+            )
+        if self.score is not None and (
+            isinstance(self.score, bool) or not isinstance(self.score, (int, float))
+        ):
+            raise InputError(
+                f"Passage.score must be a number or None, got {type(self.score).__name__}"
+            )
 
 
 @dataclass(frozen=True)
@@ -162,6 +179,9 @@ class MiningResult(Cost):
     seed_nodes: list[str] = field(default_factory=list)
     candidates: list[EvidenceChain] = field(default_factory=list, repr=False)
     """The candidate chains stage a handed to decoding, best search score first."""
+    notes: list[str] = field(default_factory=list)
+    """Budgets that changed what this call did: a search that hit its work cap, a decoding
+    prompt that could not fit (decoding then took the search order)."""
 
     @property
     def passages(self) -> list[Passage]:

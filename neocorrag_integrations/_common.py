@@ -10,17 +10,21 @@ Imports pydantic (which both frameworks depend on) but neither framework.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+import reprlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from numbers import Integral
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
 
 from neocorrag_core.config import KeepMode, MinerConfig
+from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.miner import EvidenceChainMiner
-from neocorrag_core.refine import passthrough
 from neocorrag_core.triples import TripleSource
-from neocorrag_core.types import MiningResult, Passage
+from neocorrag_core.types import Passage
+from neocorrag_core.validation import check_bool, check_choice, check_int
 from neocorrag_integrations.metadata_keys import (
     CHAIN_IDS,
     CHAINS,
@@ -35,10 +39,12 @@ from neocorrag_integrations.metadata_keys import (
 )
 
 ChainsPosition = Literal["first", "last"]
+Decoding = Literal["beam", "rank", "none"]
 
 
 def reject_owned_settings(owner: str, fix: str, **settings: Any) -> None:
-    """Raise when settings that belong to a shared engine were passed beside it.
+    """Raise a :class:`~neocorrag_core.errors.ConfigError` when settings that belong to a
+    shared engine were passed beside it.
 
     An adapter built on a shared engine (``miner=``, ``reformulator=``, ``models=``) uses
     that engine's models and triple source; passing them again would be silently ignored,
@@ -46,7 +52,104 @@ def reject_owned_settings(owner: str, fix: str, **settings: Any) -> None:
     """
     given = [name for name, value in settings.items() if value is not None]
     if given:
-        raise ValueError(f"{', '.join(given)} belong(s) to the {owner} you passed; {fix}")
+        raise ConfigError(f"{', '.join(given)} belong(s) to the {owner} you passed; {fix}")
+
+
+# ---- construction: every bad setting is a ConfigError
+
+_short = reprlib.Repr()
+_short.maxstring = 60
+_short.maxother = 60
+
+
+def config_error(owner: str, err: ValidationError) -> ConfigError:
+    """The :class:`~neocorrag_core.errors.ConfigError` for a pydantic ``ValidationError``.
+
+    Pydantic wraps what a field validator raises (our checks raise ``ConfigError``) in a
+    ``ValidationError``; this unwraps it again, so constructing an adapter with a bad field
+    raises ``ConfigError`` whatever found the problem. The message names every bad field:
+    the check's own words where one of ours raised, pydantic's (with the value) otherwise.
+    """
+    parts = []
+    for detail in err.errors(include_url=False):
+        cause = (detail.get("ctx") or {}).get("error")
+        if isinstance(cause, ConfigError):
+            parts.append(str(cause))
+            continue
+        where = ".".join(str(part) for part in detail["loc"]) or "settings"
+        value = detail.get("input")
+        parts.append(
+            f"{owner}.{where}: {detail['msg']}, got {type(value).__name__} {_short.repr(value)}"
+        )
+    return ConfigError("; ".join(parts) or str(err))
+
+
+@contextmanager
+def config_errors(owner: str) -> Iterator[None]:
+    """Turn a pydantic ``ValidationError`` raised inside into :func:`config_error`'s."""
+    try:
+        yield
+    except ValidationError as err:
+        raise config_error(owner, err) from err
+
+
+def check_name(owner: str, name: str, value: Any) -> Any:
+    """A model name or folder field: ``None`` or a non-empty string."""
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ConfigError(
+            f"{owner}.{name} must be a model name or folder (a non-empty string) or None, "
+            f"got {type(value).__name__} {_short.repr(value)}"
+        )
+    return value
+
+
+def check_fields(owner: str, name: str, value: Any) -> dict[str, Any]:
+    """A dict of engine configuration fields: a mapping with string keys (``None`` = ``{}``)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{owner}.{name} must be a dict, got {type(value).__name__}")
+    bad = [key for key in value if not isinstance(key, str)]
+    if bad:
+        raise ConfigError(f"{owner}.{name} keys must be field names, got {bad[0]!r}")
+    return dict(value)
+
+
+# ---- calls: a query and a list of documents, or an InputError
+
+
+def check_query(owner: str, query: Any) -> str:
+    """``query`` as given, or an :class:`~neocorrag_core.errors.InputError` when it is not a
+    non-empty string (the engine needs a question to tie the documents to)."""
+    if not isinstance(query, str):
+        raise InputError(
+            f"{owner}: the query must be a non-empty string, got {type(query).__name__} "
+            f"{_short.repr(query)}"
+        )
+    if not query.strip():
+        raise InputError(
+            f"{owner}: the query is empty or only whitespace; pass the question to answer"
+        )
+    return query
+
+
+def check_sequence(owner: str, name: str, documents: Any, kind: str) -> list[Any]:
+    """``documents`` as a list, or an :class:`~neocorrag_core.errors.InputError` when it is
+    not a sequence (a list or tuple; a string, a mapping or a one-pass iterator is not)."""
+    if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Sequence):
+        raise InputError(
+            f"{owner}: {name} must be a list of {kind}, got {type(documents).__name__}"
+        )
+    return list(documents)
+
+
+def check_call_k(owner: str, k: Any) -> int:
+    """A per-call number of results: a positive integer (not a bool), else ``InputError``."""
+    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
+        raise InputError(
+            f"{owner}: k must be a positive integer, got {type(k).__name__} {_short.repr(k)}"
+        )
+    return int(k)
 
 
 @dataclass(frozen=True)
@@ -121,13 +224,20 @@ def plan_refinement(
     documents: Sequence[SourceDocument],
     overrides: Mapping[str, Any],
 ) -> Refinement:
-    """Mine ``documents`` for ``query`` and decide what the adapter returns."""
-    passages = to_passages(documents)
-    if query.strip():
-        result = miner.mine(query, passages, **overrides)
-    else:  # the engine rejects an empty query; a retrieval pipeline should not crash on one
-        result = MiningResult(query, [], passthrough(passages), [], 0, fallback="empty_query")
-    index_of = {p.id: i for i, p in enumerate(passages)}
+    """Mine ``documents`` for ``query`` and decide what the adapter returns.
+
+    Raises :class:`~neocorrag_core.errors.InputError` for a query that is not a non-empty
+    string, as the engine does.
+    """
+    check_query("neocorrag", query)
+    # A chain document from an earlier refinement is our own output, not evidence: it is not
+    # mined (it would take a top-N slot) and is replaced by this pass's chain document.
+    positions = [
+        i for i, doc in enumerate(documents) if doc.metadata.get(IS_EVIDENCE_CHAINS) is not True
+    ] or list(range(len(documents)))
+    passages = to_passages([documents[i] for i in positions])
+    result = miner.mine(query, passages, **overrides)
+    index_of = {p.id: positions[j] for j, p in enumerate(passages)}
 
     def indices_of(passage_ids: Iterable[str]) -> list[int]:
         return sorted({index_of[pid] for pid in passage_ids if pid in index_of})
@@ -137,7 +247,7 @@ def plan_refinement(
             index=index_of[k.passage.id],
             metadata={
                 KEPT_REASON: k.reason.value,
-                RETRIEVAL_RANK: k.rank,
+                RETRIEVAL_RANK: positions[k.rank - 1] + 1,
                 CHAIN_IDS: [i + 1 for i in k.chain_indices],
                 FALLBACK: result.fallback,
             },
@@ -172,8 +282,8 @@ def plan_refinement(
     chain_metadata = {
         IS_EVIDENCE_CHAINS: True,
         CHAINS: chains,
-        DROPPED_RANKS: [d.rank for d in result.dropped],
-        DROPPED_IDS: [documents[d.rank - 1].id for d in result.dropped],
+        DROPPED_RANKS: [positions[d.rank - 1] + 1 for d in result.dropped],
+        DROPPED_IDS: [documents[positions[d.rank - 1]].id for d in result.dropped],
         NUM_CANDIDATES: result.num_candidates,
         TIMINGS: dict(result.timings),
     }
@@ -194,6 +304,13 @@ class RefinerSettings(BaseModel):
     attribute. It is built at construction, which is cheap: models load on first use. Pass
     ``miner=`` to share one engine (and its loaded models) between several adapters; the
     settings below then apply per call on top of that miner's own configuration.
+
+    Every setting is checked at construction, and a bad one (``top_n=2.5``, ``"3"``,
+    ``beam_width=True``, a NaN threshold or an unknown name in ``miner_config``, a wrong
+    type) raises :class:`~neocorrag_core.errors.ConfigError` naming the field, never a
+    pydantic ``ValidationError``: ``ConfigError`` is a ``ValueError`` (as
+    ``ValidationError`` is) and a ``TypeError``. Assigning a field later is not checked
+    here: the engine rejects a bad value set that way on the next call.
     """
 
     keep: KeepMode | None = Field(
@@ -206,7 +323,7 @@ class RefinerSettings(BaseModel):
         ge=0,
         description="Documents kept by retrieval rank alone (Eq. 8); None = the keep mode's.",
     )
-    decoding: Literal["beam", "rank", "none"] | None = Field(
+    decoding: Decoding | None = Field(
         default=None,
         description="How chains are chosen: 'none' (search scores, no LM), 'beam' or 'rank' "
         "(the LM); None = the engine's ('none').",
@@ -258,8 +375,10 @@ class RefinerSettings(BaseModel):
                 triple store or an extractor plugs in here).
             **data: the pydantic fields above.
         """
+        owner = type(self).__name__
         names = {k: v for k, v in (("embedder", embedder), ("lm", lm)) if isinstance(v, str)}
-        super().__init__(**names, **data)
+        with config_errors(owner):
+            super().__init__(**names, **data)
         if miner is not None:
             reject_owned_settings(
                 "miner",
@@ -269,9 +388,11 @@ class RefinerSettings(BaseModel):
                 triple_source=triple_source,
             )
             if not isinstance(miner, EvidenceChainMiner):
-                raise TypeError(f"miner must be an EvidenceChainMiner, got {type(miner).__name__}")
+                raise ConfigError(
+                    f"{owner}: miner must be an EvidenceChainMiner, got {type(miner).__name__}"
+                )
             if "query_entities" in self.miner_config:
-                raise ValueError(
+                raise ConfigError(
                     "query_entities is fixed when a miner is built; set it in the shared "
                     "miner's MinerConfig instead of miner_config"
                 )
@@ -283,11 +404,45 @@ class RefinerSettings(BaseModel):
                 config, embedder=embedder, lm=lm, triple_source=triple_source
             )
 
-    @field_validator("miner_config")
+    # Our own checks run before pydantic's (which would take "3" or 2.0 as an integer and
+    # "yes" as a flag); each raises ConfigError, which __init__ unwraps from pydantic's.
+    @field_validator("top_n", "beam_width", mode="before")
     @classmethod
-    def _known_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
-        MinerConfig().with_overrides(**value)  # unknown names and bad values fail here
-        return dict(value)
+    def _integers(cls, value: Any, info: ValidationInfo) -> Any:
+        minimum = 0 if info.field_name == "top_n" else 1
+        check_int(cls.__name__, str(info.field_name), value, minimum=minimum, optional=True)
+        return value if value is None else int(value)
+
+    @field_validator("keep", "decoding", "chains_position", mode="before")
+    @classmethod
+    def _choices(cls, value: Any, info: ValidationInfo) -> Any:
+        name = str(info.field_name)
+        if value is None and name != "chains_position":
+            return value  # None = the engine's
+        choices = {"keep": KeepMode, "decoding": Decoding, "chains_position": ChainsPosition}
+        check_choice(cls.__name__, name, value, get_args(choices[name]))
+        return value
+
+    @field_validator("include_chains", mode="before")
+    @classmethod
+    def _flags(cls, value: Any, info: ValidationInfo) -> Any:
+        check_bool(cls.__name__, str(info.field_name), value)
+        return value
+
+    @field_validator("embedder", "lm", mode="before")
+    @classmethod
+    def _names(cls, value: Any, info: ValidationInfo) -> Any:
+        return check_name(cls.__name__, str(info.field_name), value)
+
+    @field_validator("miner_config", mode="before")
+    @classmethod
+    def _known_fields(cls, value: Any) -> dict[str, Any]:
+        fields = check_fields(cls.__name__, "miner_config", value)
+        try:
+            MinerConfig().with_overrides(**fields)  # unknown names and bad values fail here
+        except ConfigError as err:
+            raise ConfigError(f"{cls.__name__}.miner_config: {err}") from err
+        return fields
 
     @property
     def miner(self) -> EvidenceChainMiner:
@@ -313,7 +468,12 @@ class RefinerSettings(BaseModel):
         return f"neocorrag/{decoding}" + (f":{self.lm}" if self.lm and decoding != "none" else "")
 
     def plan(self, query: str, documents: Sequence[SourceDocument]) -> Refinement:
-        """Mine and plan the output for one query (blocking; adapters run it in a thread)."""
+        """Mine and plan the output for one query (blocking; adapters run it in a thread).
+
+        Raises :class:`~neocorrag_core.errors.InputError` for a query that is not a
+        non-empty string.
+        """
+        check_query(type(self).__name__, query)
         return plan_refinement(self._miner, query, documents, self.engine_overrides())
 
     # Pickle like a plain pydantic model: fields and the private engine (which drops its

@@ -20,18 +20,19 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationInfo, field_validator
 
+from neocorrag_core.errors import ConfigError
 from neocorrag_core.evireform import (
     EvidenceReformulator,
     ReformulationConfig,
     ReformulationResult,
-    RetrievalError,
 )
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.types import Passage
+from neocorrag_core.validation import check_int
 from neocorrag_integrations.metadata_keys import (
     EVIREFORM_EVIDENCE,
     EVIREFORM_RANK,
@@ -42,7 +43,16 @@ from neocorrag_integrations.metadata_keys import (
     RESIDUAL_QUERIES,
 )
 
-from ._common import RefinerSettings, SourceDocument, reject_owned_settings
+from ._common import (
+    RefinerSettings,
+    SourceDocument,
+    check_call_k,
+    check_fields,
+    check_name,
+    check_query,
+    config_errors,
+    reject_owned_settings,
+)
 
 T = TypeVar("T")
 
@@ -139,31 +149,6 @@ class ReformulationCall(Generic[T]):
             for m in reformulation_metadata(result)
         ]
 
-    def passthrough(self, query: str, documents: Any, k: int) -> list[ReformedItem[T]]:
-        """The retriever's own first ``k`` results, for an empty query (which the engine
-        rejects and a retrieval pipeline should not crash on)."""
-        try:
-            kept = _first(documents, k)
-            passages = self.register(kept)
-        except Exception as err:
-            raise _retrieval_error(query, err) from err
-        return [
-            ReformedItem(
-                original,
-                passage.score,
-                {
-                    EVIREFORM_RANK: rank,
-                    EVIREFORM_SCORE: None,
-                    FOUND_BY_QUERY: query,
-                    FOUND_BY_KIND: "original",
-                    QUERY_RANKS: [{"query": query, "kind": "original", "rank": rank}],
-                    RESIDUAL_QUERIES: [],
-                    EVIREFORM_EVIDENCE: [],
-                },
-            )
-            for rank, (original, passage) in enumerate(zip(kept, passages, strict=True), 1)
-        ]
-
 
 @dataclass(frozen=True)
 class PassageMetadata:
@@ -220,6 +205,12 @@ class ReformulationSettings(BaseModel):
     share one engine, or ``models=`` to share the loaded models of a compressor,
     postprocessor or miner; ``config`` then applies per call on top of the engine's own
     configuration.
+
+    Every setting is checked at construction and a bad one (``k=2.5``, ``k="3"``,
+    ``k=True``, a NaN or unknown field in ``config``, a wrong type) raises
+    :class:`~neocorrag_core.errors.ConfigError` naming the field, never a pydantic
+    ``ValidationError`` (``ConfigError`` is a ``ValueError``, as that is, and a
+    ``TypeError``).
     """
 
     k: int = Field(default=5, ge=1, description="Documents returned, best first.")
@@ -269,8 +260,10 @@ class ReformulationSettings(BaseModel):
                 documents without triples take part through their lead sentence).
             **data: the pydantic fields above.
         """
+        owner = type(self).__name__
         names = {k: v for k, v in (("embedder", embedder), ("lm", lm)) if isinstance(v, str)}
-        super().__init__(**names, **data)
+        with config_errors(owner):
+            super().__init__(**names, **data)
         if reformulator is not None:
             reject_owned_settings(
                 "reformulator",
@@ -281,8 +274,8 @@ class ReformulationSettings(BaseModel):
                 triple_source=triple_source,
             )
             if not isinstance(reformulator, EvidenceReformulator):
-                raise TypeError(
-                    "reformulator must be an EvidenceReformulator, "
+                raise ConfigError(
+                    f"{owner}: reformulator must be an EvidenceReformulator, "
                     f"got {type(reformulator).__name__}"
                 )
             reformulator.config.with_overrides(**self.config)  # validate now, not per call
@@ -306,19 +299,35 @@ class ReformulationSettings(BaseModel):
             models=shared,
         )
 
+    # Our own checks run before pydantic's (which would take "3" or 2.0 as an integer); each
+    # raises ConfigError, which __init__ unwraps from pydantic's ValidationError.
+    @field_validator("k", mode="before")
+    @classmethod
+    def _positive_integer(cls, value: Any) -> Any:
+        check_int(cls.__name__, "k", value, minimum=1)
+        return int(value)
+
+    @field_validator("embedder", "lm", mode="before")
+    @classmethod
+    def _names(cls, value: Any, info: ValidationInfo) -> Any:
+        return check_name(cls.__name__, str(info.field_name), value)
+
     @field_validator("config", mode="before")
     @classmethod
     def _known_fields(cls, value: Any) -> dict[str, Any]:
-        if value is None:
-            return {}
         if isinstance(value, ReformulationConfig):
             return value.to_dict()
-        if not isinstance(value, Mapping):
-            raise TypeError(
-                f"config must be a ReformulationConfig or a dict, got {type(value).__name__}"
+        if value is not None and not isinstance(value, Mapping):
+            raise ConfigError(
+                f"{cls.__name__}.config must be a ReformulationConfig or a dict, "
+                f"got {type(value).__name__}"
             )
-        ReformulationConfig().with_overrides(**value)  # unknown names and bad values fail here
-        return dict(value)
+        fields = check_fields(cls.__name__, "config", value)
+        try:
+            ReformulationConfig().with_overrides(**fields)  # unknown names and bad values fail
+        except ConfigError as err:
+            raise ConfigError(f"{cls.__name__}.config: {err}") from err
+        return fields
 
     @property
     def reformulator(self) -> EvidenceReformulator:
@@ -334,48 +343,47 @@ class ReformulationSettings(BaseModel):
         """The engine configuration in force for this retriever's calls."""
         return self._reformulator.config.with_overrides(**self.config)
 
+    def call_k(self, k: Any = None, *, owner: str | None = None) -> int:
+        """The number of documents one call returns: ``k`` when given (a positive integer,
+        else :class:`~neocorrag_core.errors.InputError`), the configured ``k`` otherwise."""
+        return self.k if k is None else check_call_k(owner or type(self).__name__, k)
+
     def reformulate(
         self,
         query: str,
         fetch: Callable[[str], Sequence[T]],
         to_sources: Callable[[Sequence[T]], list[SourceDocument]],
+        *,
+        k: int | None = None,
     ) -> list[ReformedItem[T]]:
         """Run one call: ``fetch(query)`` asks the wrapped retriever; ``to_sources`` reduces
-        its documents (raising ``TypeError`` on foreign objects)."""
+        its documents (raising on foreign objects, which becomes a ``RetrievalError``).
+
+        ``k`` overrides the configured number of documents for this call. A query that is
+        not a non-empty string raises :class:`~neocorrag_core.errors.InputError`.
+        """
+        check_query(type(self).__name__, query)
+        n = self.call_k(k)
         call = ReformulationCall(to_sources)
-        if not query.strip():
-            try:
-                documents = fetch(query)
-            except Exception as err:
-                raise _retrieval_error(query, err) from err
-            return call.passthrough(query, documents, self.k)
         search = call.search_with(fetch)
-        return call.items(self._reformulator.retrieve(query, search, k=self.k, **self.config))
+        return call.items(self._reformulator.retrieve(query, search, k=n, **self.config))
 
     async def areformulate(
         self,
         query: str,
         afetch: Callable[[str], Awaitable[Sequence[T]]],
         to_sources: Callable[[Sequence[T]], list[SourceDocument]],
+        *,
+        k: int | None = None,
     ) -> list[ReformedItem[T]]:
         """Async :meth:`reformulate`: the queries of one round are sent concurrently and the
         LM steps run in a worker thread."""
+        check_query(type(self).__name__, query)
+        n = self.call_k(k)
         call = ReformulationCall(to_sources)
-        if not query.strip():
-            try:
-                documents = await afetch(query)
-            except Exception as err:
-                raise _retrieval_error(query, err) from err
-            return call.passthrough(query, documents, self.k)
         search = call.asearch_with(afetch)
-        result = await self._reformulator.aretrieve(query, search, k=self.k, **self.config)
+        result = await self._reformulator.aretrieve(query, search, k=n, **self.config)
         return call.items(result)
-
-
-def _retrieval_error(query: str, err: Exception) -> RetrievalError:
-    return RetrievalError(
-        f"the wrapped search failed for query {query!r}: {type(err).__name__}: {err}"
-    )
 
 
 def _shared_models(source: ModelsSource) -> tuple[LazyModels, TripleSource | None]:
@@ -385,7 +393,7 @@ def _shared_models(source: ModelsSource) -> tuple[LazyModels, TripleSource | Non
         source = source.miner
     if isinstance(source, EvidenceChainMiner | EvidenceReformulator):
         return source.models, source.triple_source
-    raise TypeError(
+    raise ConfigError(
         "models must be a LazyModels, an EvidenceChainMiner, an EvidenceReformulator, or a "
         f"NeocorRAGCompressor / NeocorRAGPostprocessor; got {type(source).__name__}"
     )

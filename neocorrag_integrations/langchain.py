@@ -38,17 +38,21 @@ try:
     from langchain_core.documents import BaseDocumentCompressor, Document
     from langchain_core.embeddings import Embeddings
     from langchain_core.retrievers import BaseRetriever, RetrieverLike
+    from langchain_core.runnables import RunnableConfig
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "neocorrag_integrations.langchain needs langchain-core: pip install 'neocorrag[langchain]'"
     ) from err
 
+from neocorrag_core.errors import InputError
 from neocorrag_core.models import TextEmbedder, resolve_embedder
 from neocorrag_core.once import LoadOnce
 from neocorrag_integrations._common import (
     Refinement,
     RefinerSettings,
     SourceDocument,
+    check_query,
+    check_sequence,
 )
 from neocorrag_integrations._reformulation import (
     ReformedItem,
@@ -77,7 +81,12 @@ class NeocorRAGCompressor(RefinerSettings, BaseDocumentCompressor):
 
     Triples come from ``metadata["triples"]`` unless ``triple_source=`` (a triple store or
     an extractor) or a ``miner=`` with its own source is given. See
-    :class:`~neocorrag_integrations._common.RefinerSettings` for every setting.
+    :class:`~neocorrag_integrations._common.RefinerSettings` for every setting; a bad
+    one raises :class:`~neocorrag_core.errors.ConfigError` at construction.
+
+    A query that is not a non-empty string, or ``documents`` that are not a list of
+    ``Document`` objects, raise :class:`~neocorrag_core.errors.InputError` (as the engine
+    does), before any work.
     """
 
     def compress_documents(
@@ -87,10 +96,10 @@ class NeocorRAGCompressor(RefinerSettings, BaseDocumentCompressor):
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         """Refine ``documents`` (in retrieval order) for ``query``."""
-        documents = list(documents)
+        documents, sources = _checked(documents, query)
         if not documents:
             return []
-        return self._build(documents, self.plan(query, _source_documents(documents)))
+        return self._build(documents, self.plan(query, sources))
 
     async def acompress_documents(
         self,
@@ -100,10 +109,10 @@ class NeocorRAGCompressor(RefinerSettings, BaseDocumentCompressor):
     ) -> Sequence[Document]:
         """Async :meth:`compress_documents`: mining runs in a worker thread, the event loop
         stays free, and the engine's locks keep concurrent calls safe."""
-        documents = list(documents)
+        documents, sources = _checked(documents, query)
         if not documents:
             return []
-        plan = await asyncio.to_thread(self.plan, query, _source_documents(documents))
+        plan = await asyncio.to_thread(self.plan, query, sources)
         return self._build(documents, plan)
 
     def _build(self, documents: list[Document], plan: Refinement) -> list[Document]:
@@ -140,11 +149,25 @@ class NeocorRAGEmbeddings(Embeddings):
         return self._embedder.get(lambda: resolve_embedder(self._spec))
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Unit-length vectors, one per text."""
-        return self._resolved().embed(list(texts)).tolist()
+        """Unit-length vectors, one per text; ``InputError`` unless ``texts`` is a list of
+        strings."""
+        texts = check_sequence("NeocorRAGEmbeddings.embed_documents", "texts", texts, "strings")
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise InputError(
+                    f"NeocorRAGEmbeddings.embed_documents: texts[{i}] is a "
+                    f"{type(text).__name__}, not a string"
+                )
+        if not texts:
+            return []
+        return self._resolved().embed(texts).tolist()
 
     def embed_query(self, text: str) -> list[float]:
-        """The unit-length vector of one query."""
+        """The unit-length vector of one query; ``InputError`` unless ``text`` is a string."""
+        if not isinstance(text, str):
+            raise InputError(
+                f"NeocorRAGEmbeddings.embed_query: text must be a string, got {type(text).__name__}"
+            )
         return self.embed_documents([text])[0]
 
 
@@ -165,6 +188,11 @@ class EvidenceReformulationRetriever(ReformulationSettings, BaseRetriever):
     queries by their ``id`` (documents without one by a digest of their title and text),
     and each appears once.
 
+    Like every LangChain retriever, ``invoke(query, k=3)`` (and ``ainvoke``) returns that
+    many documents for that call instead of the configured ``k``; any other keyword
+    argument is passed on to every call of the wrapped retriever (e.g. a vector store's
+    ``filter=``).
+
     Returns copies of the best ``k`` documents (``id`` and metadata kept) with
     ``neocorrag_evireform_rank`` (1-based), ``neocorrag_evireform_score``,
     ``neocorrag_found_by_query`` / ``neocorrag_found_by_kind`` (the first query that
@@ -173,36 +201,65 @@ class EvidenceReformulationRetriever(ReformulationSettings, BaseRetriever):
     the same on each document of a call, ``neocorrag_residual_queries`` and
     ``neocorrag_evireform_evidence``. The documents passed in are never modified. When the
     wrapped retriever fails (or returns something other than documents), a
-    :class:`~neocorrag_core.evireform.RetrievalError` names the query. An empty query
-    returns the wrapped retriever's first ``k`` documents.
+    :class:`~neocorrag_core.evireform.RetrievalError` names the query. A query that is
+    not a non-empty string raises :class:`~neocorrag_core.errors.InputError`, as the
+    engine does, before the wrapped retriever is asked.
 
     Triples come from ``metadata["triples"]`` unless ``triple_source=`` is given;
     documents without triples take part through their title and lead sentence. See
     :class:`~neocorrag_integrations._reformulation.ReformulationSettings` for ``k``,
     ``config`` (any :class:`~neocorrag_core.evireform.ReformulationConfig` field),
     ``embedder``, ``lm``, ``reformulator=`` and ``models=`` (e.g. ``models=compressor``
-    shares a :class:`NeocorRAGCompressor`'s models and triple source). Thread-safe; pickles
-    without its loaded models, like the compressor.
+    shares a :class:`NeocorRAGCompressor`'s models and triple source); a bad setting
+    raises :class:`~neocorrag_core.errors.ConfigError` at construction. Thread-safe;
+    pickles without its loaded models, like the compressor.
     """
 
     retriever: RetrieverLike
     """The retriever to wrap: any runnable from a query string to a list of documents."""
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **kwargs: Any,
     ) -> list[Document]:
-        def fetch(text: str) -> list[Document]:
-            return self.retriever.invoke(text, config={"callbacks": run_manager.get_child()})
+        n = self._call_k(query, k)
+        passed_on = _passed_on(kwargs)
 
-        return _copies(self.reformulate(query, fetch, _source_documents))
+        def fetch(text: str) -> list[Document]:
+            config: RunnableConfig = {"callbacks": run_manager.get_child()}
+            return self.retriever.invoke(text, config=config, **passed_on)
+
+        return _copies(self.reformulate(query, fetch, _source_documents, k=n))
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        **kwargs: Any,
     ) -> list[Document]:
-        async def afetch(text: str) -> list[Document]:
-            return await self.retriever.ainvoke(text, config={"callbacks": run_manager.get_child()})
+        n = self._call_k(query, k)
+        passed_on = _passed_on(kwargs)
 
-        return _copies(await self.areformulate(query, afetch, _source_documents))
+        async def afetch(text: str) -> list[Document]:
+            config: RunnableConfig = {"callbacks": run_manager.get_child()}
+            return await self.retriever.ainvoke(text, config=config, **passed_on)
+
+        return _copies(await self.areformulate(query, afetch, _source_documents, k=n))
+
+    def _call_k(self, query: Any, k: Any) -> int:
+        check_query("EvidenceReformulationRetriever", query)
+        return self.call_k(k, owner="EvidenceReformulationRetriever")
+
+
+def _passed_on(kwargs: dict[str, Any]) -> dict[str, Any]:
+    # BaseRetriever.invoke reads `verbose` for its own callbacks and leaves it in kwargs.
+    return {name: value for name, value in kwargs.items() if name != "verbose"}
 
 
 def _copies(items: list[ReformedItem[Document]]) -> list[Document]:
@@ -219,10 +276,17 @@ def is_evidence_chain_document(document: Document) -> bool:
     return document.metadata.get(IS_EVIDENCE_CHAINS) is True
 
 
+def _checked(documents: Any, query: Any) -> tuple[list[Document], list[SourceDocument]]:
+    check_query("NeocorRAGCompressor", query)
+    kind = "langchain_core Documents, in retrieval order"
+    documents = check_sequence("NeocorRAGCompressor", "documents", documents, kind)
+    return documents, _source_documents(documents)
+
+
 def _source_documents(documents: Sequence[Document]) -> list[SourceDocument]:
     for i, doc in enumerate(documents):
         if not isinstance(doc, Document):
-            raise TypeError(
+            raise InputError(
                 f"documents[{i}] is a {type(doc).__name__}; neocorrag's LangChain adapters "
                 "take langchain_core Document objects"
             )

@@ -39,21 +39,31 @@ try:
     from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.retrievers import BaseRetriever
-    from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+    from llama_index.core.schema import (
+        MetadataMode,
+        NodeWithScore,
+        QueryBundle,
+        QueryType,
+        TextNode,
+    )
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "neocorrag_integrations.llama_index needs llama-index-core: "
         "pip install 'neocorrag[llamaindex]'"
     ) from err
 
+from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.evireform import EvidenceReformulator
 from neocorrag_core.models import LazyModels, TextEmbedder, resolve_embedder
 from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples import TripleSource
+from neocorrag_core.validation import check_bool, check_int
 from neocorrag_integrations._common import (
     Refinement,
     RefinerSettings,
     SourceDocument,
+    check_query,
+    check_sequence,
 )
 from neocorrag_integrations._reformulation import (
     ModelsSource,
@@ -87,9 +97,16 @@ class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
     ``neocorrag_fallback`` says why. The nodes passed in are never modified.
 
     Configuration lives in pydantic fields (see ``NeocorRAGPostprocessor.model_fields``);
-    the engine and its models live in a private attribute and load on first use. Emits
+    a bad one raises :class:`~neocorrag_core.errors.ConfigError` at construction (also
+    from ``from_dict`` / ``from_json``, which rebuild through the constructor). The engine
+    and its models live in a private attribute and load on first use. Emits
     ``ReRankStartEvent``/``ReRankEndEvent`` and a ``RERANKING`` callback event, as the
     rerankers do.
+
+    The query is required (``query_bundle=`` or ``query_str=``, as a query engine passes
+    it): a missing, non-string or empty one raises
+    :class:`~neocorrag_core.errors.InputError`, as do ``nodes`` that are not a list of
+    ``NodeWithScore``, before any work.
     """
 
     @classmethod
@@ -102,8 +119,10 @@ class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
+        query = _bundle_query("NeocorRAGPostprocessor", query_bundle)
+        nodes = check_sequence("NeocorRAGPostprocessor", "nodes", nodes, _NODES)
         sources = _source_documents(nodes)
-        query = self._start(nodes, query_bundle)
+        self._start(nodes, query_bundle)
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(nodes, query)
         ) as event:
@@ -117,8 +136,10 @@ class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
+        query = _bundle_query("NeocorRAGPostprocessor", query_bundle)
+        nodes = check_sequence("NeocorRAGPostprocessor", "nodes", nodes, _NODES)
         sources = _source_documents(nodes)
-        query = self._start(nodes, query_bundle)
+        self._start(nodes, query_bundle)
         with self.callback_manager.event(
             CBEventType.RERANKING, payload=self._payload(nodes, query)
         ) as event:
@@ -129,12 +150,7 @@ class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
         dispatcher.event(ReRankEndEvent(nodes=out))
         return out
 
-    def _start(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> str:
-        if query_bundle is None:
-            raise ValueError(
-                "NeocorRAGPostprocessor needs the query: call postprocess_nodes(nodes, "
-                "query_bundle=...) or query_str=..., as a query engine does"
-            )
+    def _start(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> None:
         dispatcher.event(
             ReRankStartEvent(
                 query=query_bundle,
@@ -143,7 +159,6 @@ class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
                 model_name=self.describe_engine(),
             )
         )
-        return query_bundle.query_str
 
     def _payload(self, nodes: list[NodeWithScore], query: str) -> dict[str, object]:
         return {
@@ -206,7 +221,15 @@ class NeocorRAGEmbedding(BaseEmbedding):
         return embedder
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._resolved().embed(list(texts)).tolist()
+        texts = check_sequence("NeocorRAGEmbedding", "texts", texts, "strings")
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise InputError(
+                    f"NeocorRAGEmbedding: texts[{i}] is a {type(text).__name__}, not a string"
+                )
+        if not texts:
+            return []
+        return self._resolved().embed(texts).tolist()
 
     def _get_text_embedding(self, text: str) -> list[float]:
         return self._get_text_embeddings([text])[0]
@@ -241,8 +264,16 @@ class EvidenceReformulationRetriever(BaseRetriever):
     ``excluded_llm_metadata_keys`` and ``excluded_embed_metadata_keys``, so the LLM reads
     the same text as without this retriever. The nodes passed in are never modified. When
     the wrapped retriever fails (or returns something other than ``NodeWithScore``), a
-    :class:`~neocorrag_core.evireform.RetrievalError` names the query. An empty query
-    returns the wrapped retriever's first ``k`` nodes with their own scores.
+    :class:`~neocorrag_core.evireform.RetrievalError` names the query. A query that is
+    not a non-empty string (or a ``QueryBundle`` holding one) raises
+    :class:`~neocorrag_core.errors.InputError`, as the engine does, before the wrapped
+    retriever is asked. A bad setting raises :class:`~neocorrag_core.errors.ConfigError`
+    at construction.
+
+    LlamaIndex retrievers take no per-call number of results and this one is not a
+    serializable ``BaseComponent`` (the wrapped retriever seldom is): its settings
+    round-trip through ``settings.model_dump()``, e.g.
+    ``EvidenceReformulationRetriever(base, **retriever.settings.model_dump())``.
 
     Args:
         retriever: the LlamaIndex retriever to wrap.
@@ -273,9 +304,19 @@ class EvidenceReformulationRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        if not callable(getattr(retriever, "retrieve", None)):
-            raise TypeError(
-                f"retriever must be a LlamaIndex retriever, got {type(retriever).__name__}"
+        owner = "EvidenceReformulationRetriever"
+        if not callable(getattr(retriever, "retrieve", None)) or not callable(
+            getattr(retriever, "aretrieve", None)
+        ):
+            raise ConfigError(
+                f"{owner}: retriever must be a LlamaIndex retriever, got {type(retriever).__name__}"
+            )
+        check_int(owner, "k", k, minimum=1)
+        check_bool(owner, "verbose", verbose)
+        if callback_manager is not None and not isinstance(callback_manager, CallbackManager):
+            raise ConfigError(
+                f"{owner}.callback_manager must be a CallbackManager or None, "
+                f"got {type(callback_manager).__name__}"
             )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self._retriever = retriever
@@ -314,32 +355,74 @@ class EvidenceReformulationRetriever(BaseRetriever):
         """The engine's lazily loaded models (share them with ``models=``)."""
         return self._settings.models
 
+    def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        """Retrieve the best ``k`` nodes for a query string or ``QueryBundle``."""
+        _query_of("EvidenceReformulationRetriever", str_or_query_bundle)
+        return super().retrieve(str_or_query_bundle)
+
+    async def aretrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        """Async :meth:`retrieve`: the residual queries of a round are sent concurrently."""
+        _query_of("EvidenceReformulationRetriever", str_or_query_bundle)
+        return await super().aretrieve(str_or_query_bundle)
+
     def _bundle(self, query_bundle: QueryBundle, text: str) -> QueryBundle:
         # The original question keeps its bundle (custom embedding strings, a precomputed
         # embedding); residual queries get plain ones.
         return query_bundle if text == query_bundle.query_str else QueryBundle(text)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        query = _bundle_query("EvidenceReformulationRetriever", query_bundle)
+
         def fetch(text: str) -> list[NodeWithScore]:
             return self._retriever.retrieve(self._bundle(query_bundle, text))
 
-        items = self._settings.reformulate(query_bundle.query_str, fetch, _reformulation_sources)
+        items = self._settings.reformulate(query, fetch, _reformulation_sources)
         return _reformed_nodes(items)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        query = _bundle_query("EvidenceReformulationRetriever", query_bundle)
+
         async def afetch(text: str) -> list[NodeWithScore]:
             return await self._retriever.aretrieve(self._bundle(query_bundle, text))
 
-        items = await self._settings.areformulate(
-            query_bundle.query_str, afetch, _reformulation_sources
-        )
+        items = await self._settings.areformulate(query, afetch, _reformulation_sources)
         return _reformed_nodes(items)
+
+
+_NODES = "llama_index NodeWithScore objects, in retrieval order"
+
+
+def _query_of(owner: str, query: Any) -> str:
+    """The query string of a ``str`` or ``QueryBundle``, or an ``InputError``."""
+    if isinstance(query, QueryBundle):
+        return _bundle_query(owner, query)
+    if not isinstance(query, str):
+        raise InputError(
+            f"{owner}: the query must be a non-empty string or a QueryBundle, "
+            f"got {type(query).__name__}"
+        )
+    return check_query(owner, query)
+
+
+def _bundle_query(owner: str, query_bundle: Any) -> str:
+    """The query string of ``query_bundle``, or an ``InputError`` saying how to pass one."""
+    if query_bundle is None:
+        raise InputError(
+            f"{owner} needs the query: call postprocess_nodes(nodes, query_bundle=...) or "
+            "query_str=..., as a query engine does"
+        )
+    if not isinstance(query_bundle, QueryBundle):
+        raise InputError(
+            f"{owner}: query_bundle must be a QueryBundle, got {type(query_bundle).__name__} "
+            "(pass a plain string as query_str=...)"
+        )
+    return check_query(owner, query_bundle.query_str)
 
 
 def _reformulation_sources(nodes: Sequence[NodeWithScore]) -> list[SourceDocument]:
     for i, item in enumerate(nodes):
         if not isinstance(item, NodeWithScore):
-            raise TypeError(
+            raise InputError(
                 f"nodes[{i}] is a {type(item).__name__}; EvidenceReformulationRetriever "
                 "wraps retrievers that return llama_index NodeWithScore objects"
             )
@@ -388,10 +471,25 @@ def _source_documents(nodes: Sequence[NodeWithScore]) -> list[SourceDocument]:
     sources = []
     for i, item in enumerate(nodes):
         if not isinstance(item, NodeWithScore):
-            raise TypeError(
+            raise InputError(
                 f"nodes[{i}] is a {type(item).__name__}; NeocorRAGPostprocessor takes "
                 "llama_index NodeWithScore objects"
             )
         text = item.node.get_content(metadata_mode=MetadataMode.NONE)
-        sources.append(SourceDocument(item.node.node_id, text, item.node.metadata, item.score))
+        sources.append(
+            SourceDocument(item.node.node_id, text, item.node.metadata, _score(i, item.score))
+        )
     return sources
+
+
+def _score(index: int, score: Any) -> float | None:
+    # Vector stores may set numpy scores after construction (unvalidated); the engine
+    # takes plain floats.
+    if score is None:
+        return None
+    try:
+        return float(score)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"nodes[{index}].score must be a number or None, got {type(score).__name__}"
+        ) from None

@@ -29,6 +29,7 @@ from neocorrag_core.eval.reader import NO_READER, NoReader, Reader
 from neocorrag_core.eval.registry import available_methods, build_methods
 from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
 from neocorrag_core.eval.splits import SPLITS, in_split
+from neocorrag_core.formats import read_json_or_lines
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.types import Passage
 
@@ -155,7 +156,9 @@ class ResultCache:
             found: dict[str, dict[str, Any]] = {}
             path = self._file(method)
             if path.is_file():
-                for line in path.read_text(encoding="utf-8").splitlines():
+                # A cache line is written whole or torn by a crash; bytes that are not
+                # UTF-8 are such a tear too, and dropped with the line.
+                for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
                     try:
                         record = json.loads(line)
                     except json.JSONDecodeError:
@@ -188,7 +191,7 @@ def check_signature(out: Path, settings: EvalSettings) -> None:
     path = out / "run.json"
     wanted = settings.signature()
     if path.is_file():
-        stored = json.loads(path.read_text(encoding="utf-8"))
+        stored = read_json_or_lines(path, what="eval settings file")
         # A setting an older run.json lacks had its default there (see _stored).
         changed = sorted(
             k for k, v in json.loads(json.dumps(wanted)).items() if _stored(stored, k) != v
@@ -374,7 +377,7 @@ def replay_source(settings: EvalSettings) -> ResultCache:
     path = folder / "run.json"
     if not path.is_file():
         raise ValueError(f"--contexts-from {folder}: no run.json there (not an eval out folder)")
-    stored = json.loads(path.read_text(encoding="utf-8"))
+    stored = read_json_or_lines(path, what="eval settings file")
     wanted = json.loads(json.dumps(settings.signature()))
     changed = [k for k in _REPLAY_KEYS if _stored(stored, k) != wanted.get(k)]
     if changed:

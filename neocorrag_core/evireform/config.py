@@ -5,6 +5,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
+from neocorrag_core.errors import ConfigError
+from neocorrag_core.prompt_budget import (
+    DEFAULT_PASSAGE_TOKENS,
+    DEFAULT_PROMPT_TOKENS,
+    DEFAULT_QUESTION_TOKENS,
+    DEFAULT_TITLE_TOKENS,
+)
+from neocorrag_core.validation import check_bool, check_choice, check_int, check_number
+
 ResidualMode = Literal["lm", "entities", "repeat"]
 SelectionMode = Literal["beam", "rank", "embedding"]
 AggregationMode = Literal["max", "sum"]
@@ -51,6 +60,10 @@ class ReformulationConfig:
             single usable query, and the next hop hides behind another entity).
         max_query_tokens: new-token cap of the query-writing call.
         max_query_words: longer generated lines are not queries and are skipped.
+        max_question_tokens / max_title_tokens / max_passage_tokens / max_prompt_tokens:
+            token budgets of the selection and query-writing prompts, as in ``MinerConfig``
+            (:mod:`neocorrag_core.prompt_budget`): each passage text and each evidence fact
+            gets ``max_passage_tokens``; a prompt that cannot fit takes the no-LM path.
 
     Scoring (stages d-f)
         score_temperature: each query's similarities become a unit of mass by a softmax at
@@ -87,6 +100,10 @@ class ReformulationConfig:
     fill_with_entities: bool = True
     max_query_tokens: int = 64
     max_query_words: int = 16
+    max_question_tokens: int = DEFAULT_QUESTION_TOKENS
+    max_title_tokens: int = DEFAULT_TITLE_TOKENS
+    max_passage_tokens: int = DEFAULT_PASSAGE_TOKENS
+    max_prompt_tokens: int = DEFAULT_PROMPT_TOKENS
     score_temperature: float | None = 0.1
     original_weight: float = 0.5
     propagation_weight: float = 0.5
@@ -94,19 +111,12 @@ class ReformulationConfig:
     max_lm_tokens: int | None = 4000
 
     def __post_init__(self) -> None:
-        choices = {
-            "selection": ("beam", "rank", "embedding"),
-            "residual_queries": ("lm", "entities", "repeat"),
-            "aggregation": ("max", "sum"),
-            "prompt_context": ("passages", "sentences"),
-        }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(
-                    f"{name} must be one of {', '.join(map(repr, allowed))}, "
-                    f"got {getattr(self, name)!r}"
-                )
-        at_least_one: tuple[str, ...] = (
+        owner = "ReformulationConfig"
+        check_choice(owner, "selection", self.selection, ("beam", "rank", "embedding"))
+        check_choice(owner, "residual_queries", self.residual_queries, ("lm", "entities", "repeat"))
+        check_choice(owner, "aggregation", self.aggregation, ("max", "sum"))
+        check_choice(owner, "prompt_context", self.prompt_context, ("passages", "sentences"))
+        for name in (
             "residual_k",
             "rounds",
             "max_evidence",
@@ -114,25 +124,25 @@ class ReformulationConfig:
             "max_residual_queries",
             "max_query_tokens",
             "max_query_words",
-        )
-        for name in (*at_least_one, "first_k", "selection_passages", "max_passage_chars"):
-            value = getattr(self, name)
-            if name == "first_k" and value is None:
-                continue
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-            low = 1 if name in (*at_least_one, "first_k") else 0
-            if value < low:
-                raise ValueError(f"{name} must be >= {low}, got {value}")
-        if self.evidence_margin is not None and self.evidence_margin < 0:
-            raise ValueError(f"evidence_margin must be >= 0 or None, got {self.evidence_margin}")
+            "max_question_tokens",
+            "max_title_tokens",
+            "max_passage_tokens",
+            "max_prompt_tokens",
+        ):
+            check_int(owner, name, getattr(self, name), minimum=1)
+        check_int(owner, "first_k", self.first_k, minimum=1, optional=True)
+        check_int(owner, "selection_passages", self.selection_passages, minimum=0)
+        check_int(owner, "max_passage_chars", self.max_passage_chars, minimum=0)
+        check_int(owner, "max_lm_tokens", self.max_lm_tokens, minimum=0, optional=True)
+        for name in ("residual_retrieval", "fill_with_entities"):
+            check_bool(owner, name, getattr(self, name))
+        check_number(owner, "evidence_margin", self.evidence_margin, low=0.0, optional=True)
         for name in ("original_weight", "propagation_weight"):
-            if not 0.0 <= float(getattr(self, name)) <= 1.0:
-                raise ValueError(f"{name} must be within [0, 1], got {getattr(self, name)}")
-        if self.score_temperature is not None and self.score_temperature <= 0:
-            raise ValueError(f"score_temperature must be > 0 or None, got {self.score_temperature}")
-        if self.max_lm_tokens is not None and self.max_lm_tokens < 0:
-            raise ValueError(f"max_lm_tokens must be >= 0 or None, got {self.max_lm_tokens}")
+            check_number(owner, name, getattr(self, name), low=0.0, high=1.0)
+        check_number(
+            owner, "score_temperature", self.score_temperature, low=0.0, low_open=True,
+            optional=True,
+        )  # fmt: skip
 
     @property
     def uses_lm(self) -> bool:
@@ -146,7 +156,7 @@ class ReformulationConfig:
         known = {f.name for f in fields(self)}
         unknown = sorted(set(overrides) - known)
         if unknown:
-            raise TypeError(
+            raise ConfigError(
                 f"unknown ReformulationConfig field(s): {', '.join(unknown)}; "
                 f"known: {', '.join(sorted(known))}"
             )

@@ -18,10 +18,13 @@ from typing import Any
 import numpy as np
 
 from neocorrag_core.cost import Cost
-from neocorrag_core.generation import chat_prompt_ids, greedy_generate
-from neocorrag_core.models import LazyModels
+from neocorrag_core.errors import InputError, RetrievalError
+from neocorrag_core.generation import chat_prompt_ids, greedy_generate, text_token_ids
+from neocorrag_core.models import LanguageModel, LazyModels
+from neocorrag_core.prompt_budget import PromptTooLongError, TokenClipper, fit_prompt, prompt_limit
 from neocorrag_core.timing import timed
 from neocorrag_core.triples import MetadataTripleSource, TripleSource
+from neocorrag_core.triples.base import triples_per_passage
 from neocorrag_core.types import Passage
 
 from .config import ReformulationConfig
@@ -56,10 +59,6 @@ AsyncSearchFn = Callable[[str, int], Awaitable[Sequence[Passage]]]
 
 _Request = list[tuple[str, int]]
 _Loop = Generator[_Request, list[list[Passage]], ReformulationResult]
-
-
-class RetrievalError(RuntimeError):
-    """The wrapped search failed or returned something that is not a list of passages."""
 
 
 @dataclass
@@ -160,9 +159,9 @@ class EvidenceReformulator:
 
     def _loop(self, question: str, k: int, config: ReformulationConfig) -> _Loop:
         if not isinstance(question, str) or not question.strip():
-            raise ValueError("question must be a non-empty string")
-        if not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
+            raise InputError("question must be a non-empty string")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InputError(f"k must be a positive integer, got {k!r}")
         state = _State(question)
         state.queries.append(ReformulationQuery(question, "original", 0))
         (first,) = yield [(question, config.first_k or k)]
@@ -208,12 +207,7 @@ class EvidenceReformulator:
 
     def _propositions(self, pool: list[Passage], state: _State) -> list[Proposition]:
         with timed(state.timings, "triples"):
-            per_passage = self.triple_source.triples_for(pool)
-        if len(per_passage) != len(pool):
-            raise RuntimeError(
-                f"{type(self.triple_source).__name__}.triples_for returned {len(per_passage)} "
-                f"lists for {len(pool)} passages; it must return one list per passage"
-            )
+            per_passage = triples_per_passage(self.triple_source, pool)
         return build_propositions(pool, per_passage)
 
     def _residual_round(
@@ -282,9 +276,21 @@ class EvidenceReformulator:
         lm = self.models.lm
         with lm.lock:
             focus = proposition_focus(offered) if config.prompt_context == "sentences" else None
-            prompt = build_selection_prompt(
-                lm, state.question, shown, config.max_passage_chars, focus
+            clip = _clipper(lm, config)
+            longest = (
+                max((len(text_token_ids(lm.tokenizer, p.text)) for p in offered), default=0) + 1
             )
+            try:
+                prompt, _ = fit_prompt(
+                    lambda n: build_selection_prompt(
+                        lm, state.question, shown[:n], config.max_passage_chars, focus, clip
+                    ),
+                    len(shown),
+                    prompt_limit(lm, config.max_prompt_tokens, longest),
+                )
+            except PromptTooLongError as err:
+                state.notes.append(f"selection: skipped the LM ({err}); used the embedding order")
+                return offered[: config.max_evidence]
             bound = selection_cost_bound(lm, prompt, offered, config.selection, config.max_evidence)
             if not self._affordable(state, bound, config, "selection"):
                 return offered[: config.max_evidence]
@@ -300,11 +306,24 @@ class EvidenceReformulator:
         """The LM's residual queries and whether it called the evidence sufficient;
         ``None`` when the budget does not allow the call."""
         lm = self.models.lm
-        text = residual_prompt_text(
-            state.question, [p.text for p in state.evidence], config.max_residual_queries
-        )
         with lm.lock:
-            prompt = chat_prompt_ids(lm, text)
+            clip = _clipper(lm, config)
+            evidence = [p.text for p in state.evidence]
+            try:
+                # Facts are dropped from the end (the least similar) until the prompt fits.
+                prompt, _ = fit_prompt(
+                    lambda n: chat_prompt_ids(
+                        lm,
+                        residual_prompt_text(
+                            state.question, evidence[:n], config.max_residual_queries, clip
+                        ),
+                    ),
+                    len(evidence),
+                    prompt_limit(lm, config.max_prompt_tokens, config.max_query_tokens),
+                )
+            except PromptTooLongError as err:
+                state.notes.append(f"query: skipped the LM ({err}); used the no-LM fallback")
+                return None
             if not self._affordable(state, len(prompt) + config.max_query_tokens, config, "query"):
                 return None
             generated = greedy_generate(lm, prompt, config.max_query_tokens)
@@ -473,6 +492,16 @@ async def _gather_all_or_cancel(calls: list[Awaitable[list[Passage]]]) -> list[l
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+
+
+def _clipper(lm: LanguageModel, config: ReformulationConfig) -> TokenClipper:
+    """The token budgets of the config, counted with the LM's tokenizer."""
+    return TokenClipper(
+        lm.tokenizer,
+        question=config.max_question_tokens,
+        title=config.max_title_tokens,
+        passage=config.max_passage_tokens,
+    )
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from neocorrag_core.graph import normalize_entity
+from neocorrag_core.prompt_budget import Clip, PieceKind
 
 from .types import Proposition
 
@@ -46,11 +47,18 @@ class ParsedQueries:
     rejected: int = 0
 
 
-def residual_prompt_text(question: str, evidence: Sequence[str], max_queries: int = 3) -> str:
-    """The instruction, one worked example, the question and the evidence found so far."""
+def residual_prompt_text(
+    question: str, evidence: Sequence[str], max_queries: int = 3, clip: Clip | None = None
+) -> str:
+    """The instruction, one worked example, the question and the evidence found so far
+    (with ``clip``: the question and each fact cut to their token budgets)."""
+
+    def piece(text: str, kind: PieceKind) -> str:
+        return " ".join(text.split()) if clip is None else clip(text, kind)
+
     lines = [RESIDUAL_INSTRUCTION.format(n=max_queries), "", "Example:", RESIDUAL_EXAMPLE, ""]
-    lines += [f"Question: {' '.join(question.split())}", "Evidence:"]
-    lines += [f"- {' '.join(text.split())}" for text in evidence] or ["- (none)"]
+    lines += [f"Question: {piece(question, 'question')}", "Evidence:"]
+    lines += [f"- {piece(text, 'passage')}" for text in evidence] or ["- (none)"]
     lines += ["Queries:"]
     return "\n".join(lines)
 

@@ -14,6 +14,7 @@ import numpy as np
 from neocorrag_core.decoding import beam_decode, numbered_passages, rank_candidates
 from neocorrag_core.generation import chat_prompt_ids
 from neocorrag_core.models import LanguageModel
+from neocorrag_core.prompt_budget import Clip
 from neocorrag_core.types import Passage
 
 from .types import Proposition
@@ -38,12 +39,15 @@ def selection_prompt_text(
     passages: Sequence[Passage],
     max_passage_chars: int = 400,
     focus: Mapping[str, Sequence[str]] | None = None,
+    clip: Clip | None = None,
 ) -> str:
     """The instruction, the question and the numbered, cut passages (with ``focus``: only
-    the sentences that mention the entities of the candidates each passage supplied)."""
-    lines = [SELECTION_INSTRUCTION, "", f"Question: {' '.join(question.split())}"]
+    the sentences that mention the entities of the candidates each passage supplied; with
+    ``clip``: every piece cut to its token budget)."""
+    asked = " ".join(question.split()) if clip is None else clip(question, "question")
+    lines = [SELECTION_INSTRUCTION, "", f"Question: {asked}"]
     if passages:
-        lines += ["", "Passages:", *numbered_passages(passages, max_passage_chars, focus)]
+        lines += ["", "Passages:", *numbered_passages(passages, max_passage_chars, focus, clip)]
     lines += ["", "Reply with the fact only."]
     return "\n".join(lines)
 
@@ -108,9 +112,10 @@ def build_selection_prompt(
     passages: Sequence[Passage],
     max_passage_chars: int,
     focus: Mapping[str, Sequence[str]] | None = None,
+    clip: Clip | None = None,
 ) -> list[int]:
     """Chat-formatted selection prompt ids."""
-    text = selection_prompt_text(question, passages, max_passage_chars, focus)
+    text = selection_prompt_text(question, passages, max_passage_chars, focus, clip)
     return chat_prompt_ids(lm, text, plain_suffix="\nFact:\n")
 
 

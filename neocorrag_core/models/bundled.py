@@ -3,7 +3,8 @@
 :func:`bundled_lm_path` joins a preset's parts, checks the sha256, dequantizes the GGUF once
 into a bfloat16 safetensors folder under the cache (``$NEOCORRAG_CACHE``, default
 ``~/.cache/neocorrag``) and deletes the GGUF intermediate (it can always be rebuilt from the
-parts). Later calls find the converted folder and load it in seconds.
+parts). Later calls find the converted folder, verify it against the manifest recorded at
+conversion (:mod:`.manifest`: sizes, digests, headers; milliseconds) and load it in seconds.
 """
 
 from __future__ import annotations
@@ -13,19 +14,24 @@ import hashlib
 import importlib
 import io
 import json
+import logging
 import os
 import shutil
 import sys
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .dtype import _dtype_kwargs
 from .errors import _LM_SPEC_HELP, MissingDependencyError, ModelLoadError
 from .hf import _drop_gguf_quantizer, _quiet_transformers_progress, _require_gguf_support
+from .manifest import build_manifest, check_manifest, check_structure, sha256_file
 from .presets import BUNDLED_EXTRA_HINT, BundledLM, bundled_preset
+
+logger = logging.getLogger(__name__)
 
 _COMPLETE_MARKER = ".neocorrag-complete.json"
 _CHUNK = 8 * 1024 * 1024
@@ -118,14 +124,6 @@ def _assemble_gguf(
     return dest
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _file_lock(path: Path) -> Any:
     """An inter-process lock file (``filelock`` ships with torch and huggingface_hub)."""
     from filelock import FileLock
@@ -157,21 +155,76 @@ def _ensure_gguf(parts: Sequence[Path], dest: Path, show_progress: bool, lm: Bun
     """Reuse a verified GGUF at ``dest`` or (re)assemble it; call while holding its lock."""
     _remove_stale_temps(dest)
     if dest.is_file():
-        if _sha256_file(dest) == lm.sha256:
+        if sha256_file(dest) == lm.sha256:
             return dest
         dest.unlink()
     return _assemble_gguf(parts, dest, lm.sha256, show_progress, lm.install_hint)
 
 
-def _is_complete(folder: Path, sha256: str) -> bool:
-    marker = folder / _COMPLETE_MARKER
-    if not (marker.is_file() and (folder / "config.json").is_file()):
-        return False
+@dataclass(frozen=True)
+class _Inspection:
+    """What a converted folder is worth: ``state`` and, unless usable, why (``problem``).
+
+    ``absent``: no completion marker (never converted, or interrupted): convert.
+    ``stale``: converted from another GGUF (an older preset): convert again.
+    ``legacy``: marker but no manifest (converted before manifests existed), structure good.
+    ``ok``: matches its manifest. ``damaged``: changed or broken since conversion.
+    """
+
+    state: Literal["absent", "stale", "legacy", "ok", "damaged"]
+    problem: str = ""
+    marker: dict[str, Any] | None = None
+
+
+def _inspect(folder: Path, sha256: str) -> _Inspection:
+    """Check the converted folder cheaply: marker, source sha256, manifest, structure."""
+    marker_path = folder / _COMPLETE_MARKER
+    if not marker_path.is_file():
+        return _Inspection("absent")
     try:
-        info = json.loads(marker.read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(info, dict) and info.get("gguf_sha256") == sha256
+        info = json.loads(marker_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        return _Inspection("damaged", f"its marker {_COMPLETE_MARKER} does not parse ({err})")
+    if not isinstance(info, dict):
+        return _Inspection("damaged", f"its marker {_COMPLETE_MARKER} is not a JSON object")
+    if info.get("gguf_sha256") != sha256:
+        return _Inspection(
+            "stale", f"it was converted from a GGUF with sha256 {info.get('gguf_sha256')}"
+        )
+    if "manifest" not in info:
+        problem = check_structure(folder)
+        return _Inspection("damaged", problem) if problem else _Inspection("legacy", marker=info)
+    problem = check_manifest(folder, info["manifest"])
+    return _Inspection("damaged", problem) if problem else _Inspection("ok")
+
+
+def _write_marker(folder: Path, marker: dict[str, Any]) -> None:
+    """Write the completion marker atomically (a reader sees the old one or the new one)."""
+    tmp = folder / f"{_COMPLETE_MARKER}.tmp-{os.getpid()}-{threading.get_ident()}"
+    try:
+        tmp.write_text(json.dumps(marker, indent=2), encoding="utf-8")
+        os.replace(tmp, folder / _COMPLETE_MARKER)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def _record_legacy_manifest(folder: Path, marker: dict[str, Any]) -> None:
+    """Give a folder converted before manifests existed its manifest (call under its lock).
+
+    Its structure was just checked; there is no earlier record to compare its content with, so
+    the manifest records it as it is now (sizes, small files hashed, weights sampled) without
+    reading the whole 1 GB. A cache that cannot be written keeps being checked structurally.
+    """
+    upgraded = {
+        **marker,
+        "manifest": build_manifest(folder, full=False),
+        "manifest_recorded": "on first load after an upgrade (not at conversion)",
+    }
+    try:
+        _write_marker(folder, upgraded)
+    except OSError as err:
+        logger.debug("could not record the manifest of %s: %s", folder, err)
 
 
 def bundled_lm_path(
@@ -182,22 +235,64 @@ def bundled_lm_path(
 ) -> Path:
     """Folder of a bundled LM (``preset``, see :data:`BUNDLED_LMS`) as bf16 safetensors.
 
-    First call (~1 min for the 0.5B): join the parts, check sha256, dequantize with
-    transformers, save model + tokenizer (with chat template), write a completion marker,
-    delete the GGUF. A file lock keeps two processes from converting at once; an interrupted
-    run is redone.
+    First call (~1-4 min for the 0.5B): join the parts, check sha256, dequantize with
+    transformers, save model + tokenizer (with chat template), write a completion marker with
+    a manifest of every file, delete the GGUF. A file lock keeps two processes from converting
+    at once; an interrupted run is redone.
+
+    Every later call verifies the folder before returning it (milliseconds, see
+    :mod:`neocorrag_core.models.manifest`): the marker's source sha256 is this preset's, every
+    file has its recorded size and digest (small files hashed whole, weights sampled plus their
+    safetensors header), ``config.json`` parses and the weights' headers fill their files. The
+    installed parts are not read: they were checked against that sha256 when assembled, and a
+    converted folder works without them.
+
+    A folder that fails is never used. If the parts are installed it is rebuilt automatically,
+    with a warning naming the folder and what was wrong; if not, :class:`ModelLoadError` names
+    the folder, the problem and the fix. A folder converted by an older version (marker but no
+    manifest) is checked structurally once and, if sound, given its manifest in place (no
+    reconversion); if broken, it is rebuilt like a damaged one.
     """
     lm = bundled_preset(preset)
     root = _cache_root(cache_dir)
     out = root / lm.dirname
-    if _is_complete(out, lm.sha256):
+    found = _inspect(out, lm.sha256)
+    if found.state == "ok":
         return out
-    parts = _bundled_lm_parts(lm)
-    _require_gguf_support(lm.install_hint)
+    if found.state == "legacy":
+        # A cache we cannot lock (read-only) keeps the folder as is: its structure passed.
+        with contextlib.suppress(OSError), _file_lock(root / f"{lm.dirname}.lock"):
+            found = _inspect(out, lm.sha256)
+            if found.state == "legacy" and found.marker is not None:
+                _record_legacy_manifest(out, found.marker)
+        if found.state in ("ok", "legacy"):
+            return out
+    try:
+        parts = _bundled_lm_parts(lm)
+        _require_gguf_support(lm.install_hint)
+    except MissingDependencyError as err:
+        if found.state != "damaged":
+            raise
+        raise ModelLoadError(
+            f"The converted bundled LM folder {out} is damaged ({found.problem}) and cannot be "
+            f"rebuilt here: {err} Once that is installed it is rebuilt automatically; or "
+            f"delete {out} yourself, or pass your own model to resolve_lm."
+        ) from err
     root.mkdir(parents=True, exist_ok=True)
     with _file_lock(root / f"{lm.dirname}.lock"):
-        if _is_complete(out, lm.sha256):  # another process finished while we waited
+        found = _inspect(out, lm.sha256)  # another process may have finished while we waited
+        if found.state == "ok":
             return out
+        if found.state == "legacy" and found.marker is not None:
+            _record_legacy_manifest(out, found.marker)
+            return out
+        if found.state == "damaged":
+            logger.warning(
+                "The converted bundled LM folder %s is damaged (%s); it is never used as is, "
+                "rebuilding it from the installed parts.",
+                out,
+                found.problem,
+            )
         with _file_lock(root / f"{lm.gguf_name}.lock"):
             gguf = _ensure_gguf(parts, root / lm.gguf_name, show_progress, lm)
             _convert_gguf(gguf, out, show_progress, lm)
@@ -216,21 +311,30 @@ def _remove_stale_temps(final: Path) -> None:
 
 
 def _convert_gguf(gguf: Path, out: Path, show_progress: bool, lm: BundledLM) -> None:
-    """Convert ``gguf`` into the HF folder ``out``: built in a temp folder, marker written last,
-    then renamed into place, so an interrupted conversion is redone rather than half-used."""
+    """Convert ``gguf`` into the HF folder ``out``: built in a temp folder, checked, marker
+    (with the manifest) written last, then renamed into place, so an interrupted conversion is
+    redone rather than half-used."""
     _remove_stale_temps(out)
-    shutil.rmtree(out, ignore_errors=True)  # a stale folder without its marker
+    shutil.rmtree(out, ignore_errors=True)  # a stale, damaged or unmarked folder
     tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
     started = time.perf_counter()
     try:
         _write_converted(gguf, tmp, show_progress)
+        try:
+            manifest = build_manifest(tmp)
+        except ValueError as err:
+            raise ModelLoadError(
+                f"Converting the bundled GGUF {gguf} gave a broken folder ({err}); nothing was "
+                f"kept. Retry, or pass your own model to resolve_lm."
+            ) from err
         marker = {
             "gguf_sha256": lm.sha256,
             "source": f"{lm.parts_label} ({lm.name} GGUF)",
             "dtype": "bfloat16",
             "conversion_seconds": round(time.perf_counter() - started, 1),
+            "manifest": manifest,
         }
-        (tmp / _COMPLETE_MARKER).write_text(json.dumps(marker, indent=2))
+        _write_marker(tmp, marker)
         os.replace(tmp, out)
     except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)

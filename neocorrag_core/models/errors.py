@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from neocorrag_core.errors import MissingDependencyError, ModelLoadError
+
+__all__ = ["MissingDependencyError", "ModelLoadError"]
+
 _LM_SPEC_HELP = (
     "resolve_lm accepts: None or 'default' (the bundled Qwen2.5-Coder-0.5B-Instruct), "
     "a LanguageModel, a (model, tokenizer) tuple of loaded Hugging Face objects, "
@@ -14,12 +18,3 @@ _EMBEDDER_SPEC_HELP = (
     "folder (str or pathlib.Path), a LangChain Embeddings object (embed_documents), a "
     "LlamaIndex embedding (get_text_embedding_batch), or a callable list[str] -> array (n, d)"
 )
-
-
-class MissingDependencyError(ImportError):
-    """An optional package is not installed; the message says what to ``pip install``."""
-
-
-class ModelLoadError(RuntimeError, OSError):
-    """A model could not be loaded or assembled; the message says what was tried and what to pass
-    instead. Also an ``OSError``, like the errors transformers raises for missing models."""

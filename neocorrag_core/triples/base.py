@@ -25,6 +25,48 @@ class TripleSource(Protocol):
         ...
 
 
+# Caps on a triple's parts at graph build. A real entity or relation is a few words (the
+# longest titles of the dev sets are ~60 characters); a 20,000-character "entity" (one
+# garbled extraction) once made beam search 90x slower, since every candidate chain through
+# it is that long, and even a 200-character cap doubled beam time (bench_oversized.py).
+# Cut, not dropped: the fact may still link.
+MAX_ENTITY_CHARS = 100
+MAX_RELATION_CHARS = 60
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    cut = head.rsplit(" ", 1)[0] if " " in head[limit // 2 :] else head
+    return cut.rstrip() + "…"
+
+
+def bounded_triple(triple: Triple) -> Triple:
+    """``triple`` with its entities cut to ``MAX_ENTITY_CHARS`` and its relation to
+    ``MAX_RELATION_CHARS`` characters (at a word boundary, with an ellipsis); unchanged
+    (the same object) when already within the caps."""
+    subject = _cap(triple.subject, MAX_ENTITY_CHARS)
+    relation = _cap(triple.relation, MAX_RELATION_CHARS)
+    obj = _cap(triple.object, MAX_ENTITY_CHARS)
+    if (subject, relation, obj) == triple.key():
+        return triple
+    return Triple(subject, relation, obj, triple.source_ids)
+
+
+def triples_per_passage(source: TripleSource, passages: Sequence[Passage]) -> list[list[Triple]]:
+    """``source.triples_for(passages)``, checked to hold one list per passage, with every
+    triple's text length capped (:func:`bounded_triple`); what every stage builds graphs from."""
+    per_passage = source.triples_for(passages)
+    if not isinstance(per_passage, Sequence) or len(per_passage) != len(passages):
+        got = len(per_passage) if isinstance(per_passage, Sequence) else type(per_passage).__name__
+        raise RuntimeError(
+            f"{type(source).__name__}.triples_for returned {got} lists for {len(passages)} "
+            "passages; it must return one list per passage"
+        )
+    return [[bounded_triple(t) for t in triples] for triples in per_passage]
+
+
 def _clean(value: Any) -> str | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)

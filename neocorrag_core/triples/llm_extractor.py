@@ -23,7 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from neocorrag_core.generation import chat_ids
 from neocorrag_core.once import LoadOnce
+from neocorrag_core.prompt_budget import clip_to_tokens
 from neocorrag_core.triples.base import parse_triple
 from neocorrag_core.triples.extractor import clean_triples, truncate_words
 from neocorrag_core.triples.prompts import (
@@ -158,7 +160,18 @@ class LLMTripleExtractor:
         self, passages: list[Passage], texts: list[str], batch: list[int]
     ) -> list[list[Triple]]:
         backend = self.backend
-        entity_prompts = [entity_messages(passages[i].title, texts[i]) for i in batch]
+        # Words bound the text only as long as words are short; with a local LM the passage
+        # and its title are also cut on tokens (two per allowed word, and 32 for the title),
+        # so one 20,000-character "word" cannot blow up the prompt.
+        tokenizer = getattr(getattr(backend, "lm", None), "tokenizer", None)
+        if tokenizer is not None:
+            texts = list(texts)
+            for i in batch:
+                texts[i] = clip_to_tokens(tokenizer, texts[i], 2 * self.max_words)
+            titles = {i: clip_to_tokens(tokenizer, passages[i].title, 32) for i in batch}
+        else:
+            titles = {i: passages[i].title[:256] for i in batch}
+        entity_prompts = [entity_messages(titles[i], texts[i]) for i in batch]
         raw = backend.generate(entity_prompts, "entities", self.max_new_tokens // 2)
         entities = [
             self._entities(text, passages[i].id) for i, text in zip(batch, raw, strict=True)
@@ -169,7 +182,7 @@ class LLMTripleExtractor:
         if not step2:
             return out
         triple_prompts = [
-            triple_messages(passages[batch[k]].title, texts[batch[k]], entities[k]) for k in step2
+            triple_messages(titles[batch[k]], texts[batch[k]], entities[k]) for k in step2
         ]
         raw = backend.generate(triple_prompts, "triples", self.max_new_tokens)
         for k, text in zip(step2, raw, strict=True):
@@ -321,17 +334,9 @@ class _LocalBackend:
         from transformers import LogitsProcessorList
 
         tok = self.lm.tokenizer
-        prompts = [
-            tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
-            for c in conversations
-        ]
-        enc = tok(
-            prompts,
-            return_tensors="pt",
-            padding=True,
-            padding_side="left",
-            add_special_tokens=False,
-        )
+        # Passage text never becomes a chat control token (chat_ids), then left-padded.
+        rows = [chat_ids(tok, c) for c in conversations]
+        enc = tok.pad({"input_ids": rows}, padding=True, padding_side="left", return_tensors="pt")
         # Outlines only lets the schema end on the tokenizer's eos; stop on that token.
         eos = tok.eos_token_id
         pad = tok.pad_token_id if tok.pad_token_id is not None else eos

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from neocorrag_core.formats import read_json_or_lines
 from neocorrag_core.triples.base import parse_triple, parse_triples
 from neocorrag_core.types import Passage, Triple
 
@@ -56,12 +56,7 @@ class OpenIETripleSource:
     def from_file(cls, path: str | Path) -> OpenIETripleSource:
         """Import a HippoRAG OpenIE JSON file."""
         path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise FileNotFoundError(f"OpenIE file not found: {path}") from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} is not valid JSON ({exc})") from None
+        data = read_json_or_lines(path, what="OpenIE file")  # errors name the file
         return cls.from_records(data, origin=str(path))
 
     @classmethod

@@ -18,7 +18,14 @@ from conftest import HashedBagOfWords
 from langchain_core.documents import Document
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from neocorrag_core import EvidenceChainMiner, MinerConfig, Passage, Triple
+from neocorrag_core import (
+    ConfigError,
+    EvidenceChainMiner,
+    InputError,
+    MinerConfig,
+    Passage,
+    Triple,
+)
 from neocorrag_integrations.langchain import NeocorRAGCompressor
 from neocorrag_integrations.llama_index import NeocorRAGPostprocessor
 
@@ -279,10 +286,17 @@ def test_documents_without_or_with_repeated_ids_are_still_told_apart(h):
     assert h.id(out[3]) == "p1"
 
 
-def test_empty_query_passes_through(h):
-    out = h.run(make(h), h.docs(), "  ")
-    assert ids(h, out) == ids(h, h.docs())
-    assert {h.metadata(d)["neocorrag_fallback"] for d in out} == {"empty_query"}
+@pytest.mark.parametrize("query", [None, 3, b"bytes", ["a list"], "", "  \n"])
+def test_a_missing_non_string_or_empty_query_is_an_input_error(h, query):
+    # As the engine does (miner.mine), before any work; it used to be an AttributeError
+    # for None and a silent pass-through for an empty string.
+    adapter = make(h)
+    with pytest.raises(InputError, match="query"):
+        h.run(adapter, h.docs(), query)
+    with pytest.raises(InputError, match="query"):
+        asyncio.run(h.arun(adapter, h.docs(), query))
+    with pytest.raises(InputError, match="query"):
+        h.run(adapter, [], query)  # even with nothing to refine
 
 
 @pytest.mark.parametrize("decoding", ["none", "beam"])
@@ -348,24 +362,80 @@ def test_one_engine_serves_both_adapters_and_several_settings(tiny_lm):
 
 
 def test_bad_settings_fail_at_construction_with_a_clear_message(h):
-    with pytest.raises(TypeError, match="unknown MinerConfig field"):
+    with pytest.raises(ConfigError, match="unknown MinerConfig field"):
         h.adapter_cls(miner_config={"tau_nodes": 0.5})
-    with pytest.raises(ValueError, match="tau_boost"):
+    with pytest.raises(ConfigError, match="tau_boost"):
         h.adapter_cls(miner_config={"tau_edge": 0.6, "tau_boost": 0.5})
     miner = EvidenceChainMiner()
-    with pytest.raises(ValueError, match="belong"):
+    with pytest.raises(ConfigError, match="belong"):
         h.adapter_cls(miner=miner, embedder=HashedBagOfWords())
-    with pytest.raises(ValueError, match="query_entities"):
+    with pytest.raises(ConfigError, match="query_entities"):
         h.adapter_cls(miner=miner, miner_config={"query_entities": "spacy"})
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="miner must be an EvidenceChainMiner"):
+        h.adapter_cls(miner="a miner")
+    with pytest.raises(ConfigError, match="chains_position must be one of 'first', 'last'"):
         h.adapter_cls(chains_position="middle")
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="top_n must be >= 0"):
         h.adapter_cls(top_n=-1)
 
 
+NAME = {"langchain": "NeocorRAGCompressor", "llama_index": "NeocorRAGPostprocessor"}
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"top_n": 2.5}, r"top_n must be an integer or None, got float 2\.5"),
+        ({"top_n": float("nan")}, "top_n must be an integer or None, got float nan"),
+        ({"top_n": "3"}, "top_n must be an integer or None, got str '3'"),
+        ({"top_n": 2.0}, "top_n must be an integer"),
+        ({"beam_width": True}, "beam_width must be an integer or None, got bool True"),
+        ({"beam_width": 0}, "beam_width must be >= 1"),
+        ({"include_chains": "yes"}, "include_chains must be True or False"),
+        ({"include_chains": 1}, "include_chains must be True or False"),
+        ({"keep": "everything"}, "keep must be one of 'recall'"),
+        ({"decoding": 3}, "decoding must be one of 'beam', 'rank', 'none'"),
+        ({"lm": ""}, "lm must be a model name or folder"),
+        ({"miner_config": ["tau_edge"]}, "miner_config must be a dict, got list"),
+        ({"miner_config": {1: 0.5}}, "miner_config keys must be field names"),
+        ({"miner_config": {"tau_edge": float("nan")}}, "miner_config: .*tau_edge"),
+        ({"miner_config": {"tau_edge": float("inf")}}, "miner_config: .*tau_edge"),
+    ],
+)
+def test_every_bad_field_is_a_config_error_naming_it(h, settings, message):
+    # ConfigError, not pydantic's ValidationError: also a ValueError and a TypeError.
+    with pytest.raises(ConfigError, match=message) as info:
+        h.adapter_cls(**settings)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, TypeError)
+    assert str(info.value).startswith(NAME[h.name])
+
+
+def test_valid_integer_types_are_kept_as_ints(h):
+    import numpy as np
+
+    adapter = h.adapter_cls(top_n=np.int64(2), beam_width=3)
+    assert adapter.top_n == 2 and type(adapter.top_n) is int
+    assert adapter.effective_config().top_n == 2
+
+
 def test_wrong_input_types_are_named(h):
-    with pytest.raises(TypeError, match=r"\[0\] is a str"):
+    with pytest.raises(InputError, match=r"\[0\] is a str"):
         h.run(make(h), ["just a string"], QUERY)
+    with pytest.raises(InputError, match=r"\[0\] is a str"):
+        asyncio.run(h.arun(make(h), ["just a string"], QUERY))
+
+
+@pytest.mark.parametrize("documents", [None, "a text", {"id": "p1"}, 3, iter(())])
+def test_documents_that_are_not_a_list_are_an_input_error(h, documents):
+    # None used to be a TypeError from list(), a str was split into characters.
+    with pytest.raises(InputError, match="must be a list of"):
+        h.run(make(h), documents, QUERY)
+    with pytest.raises(InputError, match="must be a list of"):
+        asyncio.run(h.arun(make(h), documents, QUERY))
+
+
+def test_a_tuple_of_documents_is_accepted(h):
+    assert ids(h, h.run(make(h), tuple(h.docs()), QUERY)[1:]) == KEPT_IDS
 
 
 def test_nothing_heavy_loads_at_import_or_construction():

@@ -19,6 +19,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 
+from neocorrag_core.errors import InputError
 from neocorrag_integrations.langchain import (
     NeocorRAGCompressor,
     NeocorRAGEmbeddings,
@@ -129,3 +130,24 @@ def test_embeddings_are_unit_length_and_query_matches_documents():
     assert vectors.shape == (2, 256)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
     assert embeddings.embed_query("Paris") == pytest.approx(vectors[1].tolist())
+
+
+def test_embeddings_reject_what_is_not_text():
+    embeddings = NeocorRAGEmbeddings(HashedBagOfWords())
+    with pytest.raises(InputError, match=r"texts\[1\] is a NoneType"):
+        embeddings.embed_documents(["Paris", None])
+    with pytest.raises(InputError, match="texts must be a list of strings, got str"):
+        embeddings.embed_documents("Paris")  # would embed each character
+    with pytest.raises(InputError, match="text must be a string, got list"):
+        embeddings.embed_query(["Paris"])
+    assert embeddings.embed_documents([]) == []
+
+
+def test_compressor_in_a_compression_retriever_rejects_a_missing_query():
+    retriever = ContextualCompressionRetriever(
+        base_compressor=compressor(), base_retriever=FixedRetriever()
+    )
+    with pytest.raises(InputError, match="NeocorRAGCompressor: the query is empty"):
+        retriever.invoke("")
+    with pytest.raises(InputError, match="NeocorRAGCompressor: the query must be"):
+        compressor().compress_documents(FixedRetriever().invoke("x"), None)

@@ -30,8 +30,9 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
-from pydantic import Field, ValidationError
+from pydantic import Field
 
+from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.evireform import EvidenceReformulator, ReformulationConfig, RetrievalError
 from neocorrag_integrations._common import SourceDocument
 from neocorrag_integrations._reformulation import ReformulationCall
@@ -230,12 +231,70 @@ def test_empty_results_give_an_empty_list():
     assert asyncio.run(retriever.ainvoke(QUESTION)) == []
 
 
-def test_an_empty_query_passes_the_wrapped_results_through():
-    out = wrapper().invoke("  ")
-    assert ids(out) == ids(BridgeRetriever().invoke("  "))
-    assert [d.metadata["neocorrag_evireform_rank"] for d in out] == [1, 2, 3]
-    assert {d.metadata["neocorrag_evireform_score"] for d in out} == {None}
-    assert comparable(asyncio.run(wrapper().ainvoke("  "))) == comparable(out)
+@pytest.mark.parametrize("query", [None, 42, ["a", "list"], "", "   "])
+def test_a_missing_non_string_or_empty_query_is_an_input_error(query):
+    # As the engine does; None used to be an AttributeError, "" a silent pass-through.
+    base = BridgeRetriever()
+    retriever = wrapper(base)
+    with pytest.raises(InputError, match="EvidenceReformulationRetriever: the query"):
+        retriever.invoke(query)
+    with pytest.raises(InputError, match="EvidenceReformulationRetriever: the query"):
+        asyncio.run(retriever.ainvoke(query))
+    assert base.sent == []  # the wrapped retriever was never asked
+
+
+class KwargsRetriever(BridgeRetriever):
+    """Records the extra keyword arguments of each call."""
+
+    seen: list[dict[str, Any]] = Field(default_factory=list)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        self.seen.append(kwargs)
+        return self._search(query, "sync")
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        self.seen.append(kwargs)
+        return self._search(query, "async")
+
+
+def test_per_call_k_overrides_the_configured_k_sync_and_async():
+    # LangChain's standard retriever suite calls invoke(query, k=1); it used to return 5.
+    retriever = wrapper(k=5)
+    configured = retriever.invoke(QUESTION)
+    assert len(configured) == 5
+    for k in (1, 2, 3):
+        out = retriever.invoke(QUESTION, k=k)
+        assert len(out) == k
+        assert ids(out) == ids(configured)[:k]  # the same ranking, cut at k
+        assert comparable(asyncio.run(retriever.ainvoke(QUESTION, k=k))) == comparable(out)
+    assert len(retriever.invoke(QUESTION, None, k=4)) == 4
+    assert retriever.k == 5 and len(retriever.invoke(QUESTION)) == 5  # only for that call
+
+
+@pytest.mark.parametrize("k", [0, -1, 2.5, float("nan"), "3", True, [3]])
+def test_a_bad_per_call_k_is_an_input_error(k):
+    retriever = wrapper()
+    with pytest.raises(InputError, match="k must be a positive integer"):
+        retriever.invoke(QUESTION, k=k)
+    with pytest.raises(InputError, match="k must be a positive integer"):
+        asyncio.run(retriever.ainvoke(QUESTION, k=k))
+
+
+def test_other_call_keywords_reach_every_call_of_the_wrapped_retriever():
+    base = KwargsRetriever()
+    out = wrapper(base).invoke(QUESTION, k=2, filter={"source": "wiki"}, verbose=False)
+    assert len(out) == 2
+    assert len(base.seen) >= 2 and base.seen == [{"filter": {"source": "wiki"}}] * len(base.seen)
+    base.seen.clear()
+    asyncio.run(wrapper(base).ainvoke(QUESTION, filter={"source": "wiki"}))
+    assert base.seen and all(kw == {"filter": {"source": "wiki"}} for kw in base.seen)
+    base.seen.clear()
+    wrapper(base).invoke(QUESTION)
+    assert base.seen and all(kw == {} for kw in base.seen)
 
 
 @pytest.mark.parametrize("fail_on", [QUESTION, BRIDGE])
@@ -320,23 +379,46 @@ def test_config_takes_a_reformulation_config_or_a_dict_and_is_checked_at_constru
     as_object = wrapper(config=ReformulationConfig(**NO_LM))
     assert as_object.effective_config() == ReformulationConfig(**NO_LM)
     assert comparable(as_object.invoke(QUESTION)) == comparable(wrapper().invoke(QUESTION))
-    with pytest.raises(TypeError, match="unknown ReformulationConfig field"):
+    with pytest.raises(ConfigError, match="unknown ReformulationConfig field"):
         wrapper(config={"residual_queries_max": 2})
-    with pytest.raises(ValidationError, match="residual_queries must be one of"):
+    with pytest.raises(ConfigError, match="residual_queries must be one of"):
         wrapper(config={"residual_queries": "guess"})
-    with pytest.raises(ValidationError):
+    with pytest.raises(ConfigError, match="k must be >= 1"):
         wrapper(k=0)
     engine = EvidenceReformulator(embedder=HashedBagOfWords())
-    with pytest.raises(ValueError, match="belong"):
+    with pytest.raises(ConfigError, match="belong"):
         EvidenceReformulationRetriever(
             retriever=BridgeRetriever(), reformulator=engine, embedder=HashedBagOfWords()
         )
-    with pytest.raises(ValueError, match="belong"):
+    with pytest.raises(ConfigError, match="belong"):
         EvidenceReformulationRetriever(retriever=BridgeRetriever(), models=engine, lm="some/lm")
-    with pytest.raises(TypeError, match="models must be"):
+    with pytest.raises(ConfigError, match="models must be"):
         EvidenceReformulationRetriever(retriever=BridgeRetriever(), models="some/lm")
-    with pytest.raises(ValidationError):
+    with pytest.raises(ConfigError, match="reformulator must be an EvidenceReformulator"):
+        EvidenceReformulationRetriever(retriever=BridgeRetriever(), reformulator="engine")
+    with pytest.raises(ConfigError, match="retriever: Input should be an instance of Runnable"):
         EvidenceReformulationRetriever(retriever="not a retriever")
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"k": 2.5}, r"k must be an integer, got float 2\.5"),
+        ({"k": float("nan")}, "k must be an integer, got float nan"),
+        ({"k": "3"}, "k must be an integer, got str '3'"),
+        ({"k": 3.0}, "k must be an integer, got float 3.0"),
+        ({"k": True}, "k must be an integer, got bool True"),
+        ({"config": "entities"}, "config must be a ReformulationConfig or a dict, got str"),
+        ({"config": {"residual_k": 2.5}}, "config: ReformulationConfig.residual_k"),
+        ({"config": {"original_weight": float("nan")}}, "config: .*original_weight"),
+        ({"lm": "  "}, "lm must be a model name or folder"),
+    ],
+)
+def test_every_bad_field_is_a_config_error_naming_it(settings, message):
+    # ConfigError (a ValueError and a TypeError), not pydantic's ValidationError.
+    with pytest.raises(ConfigError, match=message) as info:
+        wrapper(**settings)
+    assert str(info.value).startswith("EvidenceReformulationRetriever")
 
 
 def test_settings_round_trip_through_a_plain_dict():

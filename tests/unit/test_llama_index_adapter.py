@@ -20,6 +20,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
+from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_integrations.llama_index import (
     NeocorRAGEmbedding,
     NeocorRAGPostprocessor,
@@ -144,8 +145,42 @@ def test_emits_rerank_events_and_a_reranking_callback_like_the_rerankers():
 
 
 def test_missing_query_is_a_clear_error():
-    with pytest.raises(ValueError, match="needs the query"):
+    with pytest.raises(InputError, match="needs the query"):
         postprocessor().postprocess_nodes(FixedRetriever().retrieve(QUERY))
+    with pytest.raises(InputError, match="needs the query"):
+        asyncio.run(postprocessor().apostprocess_nodes(FixedRetriever().retrieve(QUERY)))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ({"query_str": ""}, "the query is empty"),
+        ({"query_str": "   "}, "the query is empty"),
+        ({"query_str": 42}, "the query must be a non-empty string, got int"),
+        ({"query_bundle": QueryBundle("")}, "the query is empty"),
+        ({"query_bundle": QueryBundle(None)}, "the query must be a non-empty string"),
+        ({"query_bundle": QUERY}, "query_bundle must be a QueryBundle, got str"),
+    ],
+)
+def test_an_empty_or_non_string_query_is_an_input_error(call, message):
+    # An empty query used to pass every node through; None query_str an AttributeError.
+    pp = postprocessor()
+    nodes = FixedRetriever().retrieve(QUERY)
+    with pytest.raises(InputError, match=message):
+        pp.postprocess_nodes(nodes, **call)
+    with pytest.raises(InputError, match=message):
+        asyncio.run(pp.apostprocess_nodes(nodes, **call))
+
+
+def test_numpy_scores_are_read_as_floats():
+    nodes = FixedRetriever().retrieve(QUERY)
+    for node in nodes:
+        node.score = np.float32(node.score)  # what some vector stores set, unvalidated
+    out = postprocessor().postprocess_nodes(nodes, query_str=QUERY)
+    assert [n.node_id for n in out[1:]] == KEPT_IDS
+    nodes[0].score = "high"
+    with pytest.raises(InputError, match=r"nodes\[0\].score must be a number"):
+        postprocessor().postprocess_nodes(nodes, query_str=QUERY)
 
 
 def test_serializes_to_json_and_back():
@@ -154,6 +189,70 @@ def test_serializes_to_json_and_back():
     assert data["class_name"] == "NeocorRAGPostprocessor" and data["lm"] == "some/lm"
     rebuilt = NeocorRAGPostprocessor.from_json(pp.to_json())
     assert rebuilt.to_dict() == pp.to_dict()
+
+
+def test_to_dict_from_dict_round_trip_keeps_every_setting_and_the_engine_config():
+    pp = NeocorRAGPostprocessor(
+        embedder="some/embedder", lm="some/lm", keep="balanced", top_n=1, decoding="beam",
+        beam_width=2, miner_config={"tau_edge": 0.3, "query_entities": "ngram"},
+        include_chains=False, chains_position="last",
+    )  # fmt: skip
+    data = pp.to_dict()
+    assert data["class_name"] == NeocorRAGPostprocessor.class_name() == "NeocorRAGPostprocessor"
+    assert "callback_manager" not in data  # excluded, as LlamaIndex does
+    rebuilt = NeocorRAGPostprocessor.from_dict(data)
+    assert isinstance(rebuilt, NeocorRAGPostprocessor)
+    assert rebuilt.to_dict() == data
+    assert rebuilt.effective_config() == pp.effective_config()
+    assert rebuilt.miner is not pp.miner and rebuilt.miner.models.lm_spec == "some/lm"
+    assert NeocorRAGPostprocessor.from_json(json.dumps(data)).to_dict() == data
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"top_n": 2.5}, "NeocorRAGPostprocessor.top_n must be an integer"),
+        ({"beam_width": "3"}, "NeocorRAGPostprocessor.beam_width must be an integer"),
+        ({"miner_config": {"tau_edge": float("nan")}}, "tau_edge must be a finite number"),
+        ({"chains_position": "middle"}, "chains_position must be one of"),
+    ],
+)
+def test_from_dict_with_a_bad_value_is_a_config_error(change, message):
+    data = {**postprocessor().to_dict(), **change}
+    data.pop("embedder")  # the bag-of-words embedder object was not serialized
+    with pytest.raises(ConfigError, match=message):
+        NeocorRAGPostprocessor.from_dict(data)
+
+
+def test_postprocessor_and_embedding_class_names():
+    assert NeocorRAGPostprocessor.class_name() == "NeocorRAGPostprocessor"
+    assert postprocessor().to_dict()["class_name"] == "NeocorRAGPostprocessor"
+    assert NeocorRAGEmbedding.class_name() == "NeocorRAGEmbedding"
+    assert NeocorRAGEmbedding("some/folder").to_dict()["class_name"] == "NeocorRAGEmbedding"
+
+
+def test_apostprocess_nodes_gives_what_postprocess_nodes_gives():
+    pp = postprocessor(top_n=1)
+    nodes = FixedRetriever().retrieve(QUERY)
+    sync = pp.postprocess_nodes(nodes, query_str=QUERY)
+    by_str = asyncio.run(pp.apostprocess_nodes(nodes, query_str=QUERY))
+    by_bundle = asyncio.run(pp.apostprocess_nodes(nodes, query_bundle=QueryBundle(QUERY)))
+
+    def plain(out: list[NodeWithScore]) -> list[dict]:
+        dumped = [n.model_dump() for n in out]
+        for item in dumped:
+            item["node"]["metadata"].pop("neocorrag_timings", None)
+        return dumped
+
+    assert plain(by_str) == plain(sync) == plain(by_bundle)
+    assert is_evidence_chain_node(sync[0])
+
+
+def test_embedding_rejects_non_string_texts():
+    embedding = NeocorRAGEmbedding(HashedBagOfWords())
+    with pytest.raises(InputError, match=r"texts\[1\] is a int"):
+        embedding.get_text_embedding_batch(["Paris", 3])
+    assert embedding.get_text_embedding_batch([]) == []
 
 
 def test_embedding_is_unit_length_and_rebuilds_from_its_dict():

@@ -24,6 +24,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
+from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.evireform import ReformulationConfig, RetrievalError
 from neocorrag_integrations.llama_index import (
     EvidenceReformulationRetriever,
@@ -183,11 +184,18 @@ def test_empty_results_give_an_empty_list():
     assert asyncio.run(retriever.aretrieve(QUESTION)) == []
 
 
-def test_an_empty_query_passes_the_wrapped_results_through_with_their_scores():
-    out = wrapper().retrieve("  ")
-    plain = BridgeRetriever().retrieve("  ")
-    assert ids(out) == ids(plain) and [n.score for n in out] == [n.score for n in plain]
-    assert {n.metadata["neocorrag_evireform_score"] for n in out} == {None}
+@pytest.mark.parametrize(
+    "query", [None, 42, ["a list"], "", "  ", QueryBundle(""), QueryBundle(None)]
+)
+def test_a_missing_non_string_or_empty_query_is_an_input_error(query):
+    # As the engine does; None used to be an AttributeError, "" a silent pass-through.
+    base = BridgeRetriever()
+    retriever = wrapper(base)
+    with pytest.raises(InputError, match="EvidenceReformulationRetriever: the query"):
+        retriever.retrieve(query)
+    with pytest.raises(InputError, match="EvidenceReformulationRetriever: the query"):
+        asyncio.run(retriever.aretrieve(query))
+    assert base.sent == []  # the wrapped retriever was never asked
 
 
 @pytest.mark.parametrize("fail_on", [QUESTION, BRIDGE])
@@ -244,14 +252,49 @@ def test_settings_are_checked_and_exposed():
         **NO_LM
     )
     assert len(retriever.retrieve(QUESTION)) == 2
-    with pytest.raises(TypeError, match="unknown ReformulationConfig field"):
+    with pytest.raises(ConfigError, match="unknown ReformulationConfig field"):
         wrapper(config={"residual_queries_max": 2})
-    with pytest.raises(ValueError, match="residual_queries must be one of"):
+    with pytest.raises(ConfigError, match="residual_queries must be one of"):
         wrapper(config={"residual_queries": "guess"})
-    with pytest.raises(TypeError, match="LlamaIndex retriever"):
+    with pytest.raises(ConfigError, match="LlamaIndex retriever"):
         EvidenceReformulationRetriever("not a retriever")
     shared = wrapper(reformulator=retriever.reformulator, config={})
     assert shared.reformulator is retriever.reformulator
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"k": 2.5}, r"EvidenceReformulationRetriever.k must be an integer, got float 2\.5"),
+        ({"k": float("nan")}, "EvidenceReformulationRetriever.k must be an integer"),
+        ({"k": "3"}, "EvidenceReformulationRetriever.k must be an integer, got str '3'"),
+        ({"k": True}, "EvidenceReformulationRetriever.k must be an integer, got bool True"),
+        ({"k": 0}, "EvidenceReformulationRetriever.k must be >= 1"),
+        ({"config": 3}, "config must be a ReformulationConfig or a dict, got int"),
+        ({"config": {"residual_k": float("inf")}}, "ReformulationConfig.residual_k"),
+        ({"verbose": "yes"}, "EvidenceReformulationRetriever.verbose must be True or False"),
+        ({"callback_manager": []}, "callback_manager must be a CallbackManager or None"),
+        ({"models": "some/lm"}, "models must be"),
+    ],
+)
+def test_every_bad_setting_is_a_config_error_naming_it(settings, message):
+    with pytest.raises(ConfigError, match=message):
+        wrapper(**settings)
+
+
+def test_settings_round_trip_through_a_plain_dict():
+    # Not a serializable BaseComponent (LlamaIndex retrievers are not); the settings are.
+    retriever = EvidenceReformulationRetriever(
+        BridgeRetriever(), k=4, config={"residual_k": 7}, embedder="some/embedder", lm="some/lm"
+    )
+    data = retriever.settings.model_dump()
+    assert data == {
+        "k": 4, "config": {"residual_k": 7}, "embedder": "some/embedder", "lm": "some/lm"
+    }  # fmt: skip
+    rebuilt = EvidenceReformulationRetriever(BridgeRetriever(), **data)
+    assert rebuilt.settings.model_dump() == data
+    assert rebuilt.settings.effective_config() == retriever.settings.effective_config()
+    assert rebuilt.models.lm_spec == "some/lm"
 
 
 def test_pickled_retriever_gives_the_same_output_without_its_loaded_models():

@@ -268,3 +268,26 @@ def test_framework_answer_without_entities_skips_the_triple_step() -> None:
     llm = Silent(structured=False)
     assert LLMTripleExtractor(llm).extract([PASSAGE]) == [[]]
     assert llm.text_calls == 1
+
+
+def test_a_passage_of_one_huge_word_is_cut_on_tokens(tiny_lms, monkeypatch) -> None:
+    from neocorrag_core.generation import chat_ids
+
+    ex = LLMTripleExtractor(tiny_lms[0], max_words=20, max_new_tokens=16)
+    sent: list[int] = []
+    backend = ex.backend
+    original = backend.generate
+
+    def spy(conversations, kind, budget):
+        sent.extend(len(chat_ids(backend.lm.tokenizer, c)) for c in conversations)
+        return original(conversations, kind, budget)
+
+    monkeypatch.setattr(backend, "generate", spy)
+    normal = Passage("n", "Marie Curie was born in Warsaw.", title="Marie Curie")
+    huge = Passage("h", "x" * 20_000 + " Marie Curie was born in Warsaw.", title="y" * 5_000)
+    ex.extract([normal])
+    baseline = max(sent)
+    sent.clear()
+    ex.extract([huge])
+    # 2 tokens per allowed word for the text and 32 for the title, at most.
+    assert max(sent) <= baseline + 2 * 20 + 32 + 8

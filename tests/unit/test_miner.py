@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 from conftest import bag_of_words_embedder
 
-from neocorrag_core import EvidenceChainMiner, KeepReason, MinerConfig, Passage
+from neocorrag_core import EvidenceChainMiner, InputError, KeepReason, MinerConfig, Passage
 from neocorrag_core.search import search_paths
 from neocorrag_core.types import LossStage
 
@@ -161,8 +161,10 @@ def test_per_call_overrides_and_bad_inputs():
         miner.mine(QUERY, make_passages(), bogus=1)
     with pytest.raises(ValueError, match="non-empty"):
         miner.mine("  ", make_passages())
-    with pytest.raises(TypeError, match="Passage"):
+    with pytest.raises(InputError, match="Passage"):
         miner.mine(QUERY, ["raw string"])
+    with pytest.raises(InputError, match="sequence"):
+        miner.mine(QUERY, "raw string")
     with pytest.raises(ValueError, match="duplicate passage id"):
         miner.mine(QUERY, [Passage("x", "a"), Passage("x", "b")])
 

@@ -483,6 +483,30 @@ def test_corrupt_cached_gguf_is_rebuilt(tmp_path: Path, fake_parts: list[Path]) 
     assert not (cache / f"{presets.BUNDLED_LM_GGUF_NAME}.tmp-999-1").exists()
 
 
+def write_fake_converted(dest: Path) -> None:
+    """A small stand-in for a converted HF folder: model config, tokenizer, safetensors."""
+    from safetensors.numpy import save_file
+
+    dest.mkdir(parents=True)
+    (dest / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
+    (dest / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 32}))
+    save_file({"w": np.arange(64, dtype=np.float32).reshape(8, 8)}, str(dest / "model.safetensors"))
+
+
+def test_bundled_conversion_refuses_an_empty_config(
+    tmp_path: Path, fake_parts: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def empty_config(gguf: Path, dest: Path, show_progress: bool) -> None:
+        write_fake_converted(dest)
+        (dest / "config.json").write_text("{}")
+
+    monkeypatch.setattr(bundled, "_write_converted", empty_config)
+    cache = tmp_path / "cache"
+    with pytest.raises(ModelLoadError, match=r"broken folder.*model_type"):
+        models.bundled_lm_path(cache_dir=cache, show_progress=False)
+    assert not (cache / models.BUNDLED_LM_DIRNAME).exists()
+
+
 def test_bundled_conversion_marker_and_reuse(
     tmp_path: Path, fake_parts: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -504,13 +528,17 @@ def test_bundled_conversion_marker_and_reuse(
     def fake_write(gguf: Path, dest: Path, show_progress: bool) -> None:
         assert gguf.is_file()
         calls.append(gguf)
-        dest.mkdir(parents=True)
-        (dest / "config.json").write_text("{}")
+        write_fake_converted(dest)
 
     monkeypatch.setattr(bundled, "_write_converted", fake_write)
     assert models.bundled_lm_path(cache_dir=cache, show_progress=False) == out
     marker = json.loads((out / ".neocorrag-complete.json").read_text())
     assert marker["gguf_sha256"] == models.BUNDLED_LMS["default"].sha256
+    assert set(marker["manifest"]["files"]) == {
+        "config.json",
+        "model.safetensors",
+        "tokenizer_config.json",
+    }
     assert not (cache / presets.BUNDLED_LM_GGUF_NAME).exists()  # intermediate deleted
 
     def no_parts(lm: object) -> list[Path]:

@@ -8,6 +8,7 @@ import logging
 import pytest
 from conftest import SHARED_DATA
 
+from neocorrag_core.errors import InputError
 from neocorrag_core.triples import (
     ChainedTripleSource,
     MetadataTripleSource,
@@ -64,7 +65,10 @@ def test_openie_source_errors_are_clear(tmp_path):
         OpenIETripleSource.from_file(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(ValueError, match="not valid JSON"):
+    with pytest.raises(ValueError, match=r"bad\.json is neither JSON"):
+        OpenIETripleSource.from_file(bad)
+    bad.write_bytes(b"\x93not utf-8")
+    with pytest.raises(InputError, match=r"bad\.json is not UTF-8"):
         OpenIETripleSource.from_file(bad)
     bad.write_text(json.dumps({"something": 1}))
     with pytest.raises(ValueError, match="docs"):

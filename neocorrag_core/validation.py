@@ -1,0 +1,88 @@
+"""Field checks shared by every configuration object, raising :class:`ConfigError` at construction.
+
+One place decides what a valid integer, number, flag or choice is, so ``MinerConfig``,
+``ReformulationConfig`` and the adapters reject the same things with the same words: NaN and
+infinities, ``2.5`` where a count is meant, ``"3"`` or ``"no"`` where a number or a flag is
+meant. ``bool`` is not accepted as an integer (``True`` beams is a mistake, not 1 beam).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from numbers import Integral, Real
+from typing import Any
+
+from neocorrag_core.errors import ConfigError
+
+
+def _where(owner: str, name: str) -> str:
+    return f"{owner}.{name}" if owner else name
+
+
+def check_int(
+    owner: str, name: str, value: Any, *, minimum: int | None = None, optional: bool = False
+) -> None:
+    """``value`` must be an integer (not a bool, not a float such as 2.0) >= ``minimum``."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        hint = " or None" if optional else ""
+        raise ConfigError(
+            f"{_where(owner, name)} must be an integer{hint}, got {type(value).__name__} {value!r}"
+        )
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{_where(owner, name)} must be >= {minimum}, got {value}")
+
+
+def check_number(
+    owner: str,
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    optional: bool = False,
+) -> None:
+    """``value`` must be a finite real number within ``[low, high]`` (``(low, high]`` with
+    ``low_open``)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, Real):
+        hint = " or None" if optional else ""
+        raise ConfigError(
+            f"{_where(owner, name)} must be a number{hint}, got {type(value).__name__} {value!r}"
+        )
+    number = float(value)
+    if not math.isfinite(number):
+        raise ConfigError(f"{_where(owner, name)} must be a finite number, got {value}")
+    below = low is not None and (number <= low if low_open else number < low)
+    if below or (high is not None and number > high):
+        left = "(" if low_open else "["
+        lo = "-inf" if low is None else f"{low:g}"
+        hi = "inf" if high is None else f"{high:g}"
+        raise ConfigError(f"{_where(owner, name)} must be within {left}{lo}, {hi}], got {value}")
+
+
+def check_bool(owner: str, name: str, value: Any, *, optional: bool = False) -> None:
+    """``value`` must be ``True`` or ``False`` (``"no"`` and ``0`` are not flags)."""
+    if value is None and optional:
+        return
+    if not isinstance(value, bool):
+        hint = ", False or None" if optional else " or False"
+        raise ConfigError(
+            f"{_where(owner, name)} must be True{hint}, got {type(value).__name__} {value!r}"
+        )
+
+
+def check_choice(owner: str, name: str, value: Any, choices: Iterable[str]) -> None:
+    """``value`` must be one of ``choices``."""
+    allowed = tuple(choices)
+    if not isinstance(value, str) or value not in allowed:
+        raise ConfigError(
+            f"{_where(owner, name)} must be one of {', '.join(map(repr, allowed))}, got {value!r}"
+        )
+
+
+__all__ = ["check_bool", "check_choice", "check_int", "check_number"]

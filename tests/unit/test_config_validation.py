@@ -1,0 +1,102 @@
+"""Configuration and input objects reject meaningless values at construction, as ConfigError
+/ InputError (each also the built-in exception older callers catch)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from neocorrag_core import (
+    ConfigError,
+    InputError,
+    MinerConfig,
+    NeocorragError,
+    Passage,
+    ReformulationConfig,
+)
+
+NAN, INF = math.nan, math.inf
+
+MINER_BAD = [
+    {"beta": NAN},
+    {"beta": INF},
+    {"alpha": NAN},
+    {"tau_node": NAN},
+    {"tau_edge": -INF},
+    {"top_n": NAN},
+    {"top_n": 2.5},
+    {"top_n": "3"},
+    {"top_n": -1},
+    {"beam_width": NAN},
+    {"beam_width": 2.5},
+    {"beam_width": True},
+    {"num_candidates": NAN},
+    {"max_hops": 0},
+    {"max_question_tokens": 0},
+    {"filter_passages": "no"},
+    {"include_passages_in_prompt": 1},
+    {"chain_support": "yes"},
+    {"keep": "everything"},
+    {"decoding": None},
+    {"search": 3},
+]
+
+
+@pytest.mark.parametrize("fields", MINER_BAD, ids=lambda f: f"{next(iter(f))}={f[next(iter(f))]!r}")
+def test_miner_config_rejects_meaningless_values(fields):
+    with pytest.raises(ConfigError, match=next(iter(fields))):
+        MinerConfig(**fields)
+
+
+REFORM_BAD = [
+    {"score_temperature": NAN},
+    {"score_temperature": 0.0},
+    {"original_weight": NAN},
+    {"propagation_weight": 1.5},
+    {"evidence_margin": INF},
+    {"rounds": 1.5},
+    {"residual_k": "5"},
+    {"first_k": 0},
+    {"max_lm_tokens": NAN},
+    {"fill_with_entities": "no"},
+    {"residual_retrieval": None},
+    {"selection": "lm"},
+    {"max_prompt_tokens": 0},
+]
+
+
+@pytest.mark.parametrize(
+    "fields", REFORM_BAD, ids=lambda f: f"{next(iter(f))}={f[next(iter(f))]!r}"
+)
+def test_reformulation_config_rejects_meaningless_values(fields):
+    with pytest.raises(ConfigError, match=next(iter(fields))):
+        ReformulationConfig(**fields)
+
+
+def test_valid_edge_values_are_accepted():
+    MinerConfig(top_n=0, chain_support=None, alpha=1.0, beta=1.0, tau_node=-1.0)
+    ReformulationConfig(first_k=None, evidence_margin=None, score_temperature=None,
+                        max_lm_tokens=0, selection_passages=0)  # fmt: skip
+
+
+def test_config_errors_are_also_the_builtin_exceptions_callers_catch():
+    with pytest.raises(ValueError):
+        MinerConfig(beta=NAN)
+    with pytest.raises(TypeError):
+        MinerConfig(top_n="3")
+    with pytest.raises(NeocorragError):
+        MinerConfig().with_overrides(no_such_field=1)
+    with pytest.raises(ConfigError, match="no_such_field"):
+        ReformulationConfig().with_overrides(no_such_field=1)
+    with pytest.raises(ConfigError, match="beam_width"):
+        MinerConfig().with_overrides(beam_width=NAN)
+
+
+def test_passage_validates_its_fields():
+    assert Passage("p1", "text", metadata=None).metadata == {}
+    for bad in ({"metadata": ["triples"]}, {"title": None}, {"score": "high"}, {"id": ""}):
+        with pytest.raises(InputError):
+            Passage(**{"id": "p1", "text": "text", **bad})
+    with pytest.raises(InputError):
+        Passage("p1", None)  # type: ignore[arg-type]
