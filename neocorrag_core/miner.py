@@ -217,12 +217,7 @@ class EvidenceChainMiner:
         from neocorrag_core.decoding import build_prompt_ids
 
         lm = self.lm
-        clip = TokenClipper(
-            lm.tokenizer,
-            question=config.max_question_tokens,
-            title=config.max_title_tokens,
-            passage=config.max_passage_tokens,
-        )
+        clip = TokenClipper.for_config(lm.tokenizer, config)
         focus = candidate_focus(candidates) if config.prompt_context == "sentences" else None
         shown = passages[: config.prompt_passages] if config.include_passages_in_prompt else []
 

@@ -64,6 +64,17 @@ class TokenClipper:
     title: int = DEFAULT_TITLE_TOKENS
     passage: int = DEFAULT_PASSAGE_TOKENS
 
+    @classmethod
+    def for_config(cls, tokenizer: Any, config: Any) -> TokenClipper:
+        """The budgets of a ``MinerConfig`` or ``ReformulationConfig`` (their
+        ``max_question_tokens`` / ``max_title_tokens`` / ``max_passage_tokens``)."""
+        return cls(
+            tokenizer,
+            question=config.max_question_tokens,
+            title=config.max_title_tokens,
+            passage=config.max_passage_tokens,
+        )
+
     def __call__(self, text: str, kind: PieceKind) -> str:
         """``text`` cut to the budget of its ``kind`` (entities share the title budget)."""
         limit = {

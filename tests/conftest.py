@@ -75,6 +75,18 @@ def bow_embedder():
     return resolve_embedder(bag_of_words_embedder())
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Run a module's tiny models on one intra-op thread: on a busy 2-core machine their tiny
+    matmuls are far slower with two. Use with ``pytestmark = pytest.mark.usefixtures(...)``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def tiny_lm():
     """A tiny random Llama wrapped as a LanguageModel (built once per session)."""

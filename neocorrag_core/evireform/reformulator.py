@@ -20,7 +20,7 @@ import numpy as np
 from neocorrag_core.cost import Cost
 from neocorrag_core.errors import InputError, RetrievalError
 from neocorrag_core.generation import chat_prompt_ids, greedy_generate, text_token_ids
-from neocorrag_core.models import LanguageModel, LazyModels
+from neocorrag_core.models import LazyModels
 from neocorrag_core.prompt_budget import PromptTooLongError, TokenClipper, fit_prompt, prompt_limit
 from neocorrag_core.timing import timed
 from neocorrag_core.triples import MetadataTripleSource, TripleSource
@@ -276,7 +276,7 @@ class EvidenceReformulator:
         lm = self.models.lm
         with lm.lock:
             focus = proposition_focus(offered) if config.prompt_context == "sentences" else None
-            clip = _clipper(lm, config)
+            clip = TokenClipper.for_config(lm.tokenizer, config)
             longest = (
                 max((len(text_token_ids(lm.tokenizer, p.text)) for p in offered), default=0) + 1
             )
@@ -307,7 +307,7 @@ class EvidenceReformulator:
         ``None`` when the budget does not allow the call."""
         lm = self.models.lm
         with lm.lock:
-            clip = _clipper(lm, config)
+            clip = TokenClipper.for_config(lm.tokenizer, config)
             evidence = [p.text for p in state.evidence]
             try:
                 # Facts are dropped from the end (the least similar) until the prompt fits.
@@ -492,16 +492,6 @@ async def _gather_all_or_cancel(calls: list[Awaitable[list[Passage]]]) -> list[l
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-
-
-def _clipper(lm: LanguageModel, config: ReformulationConfig) -> TokenClipper:
-    """The token budgets of the config, counted with the LM's tokenizer."""
-    return TokenClipper(
-        lm.tokenizer,
-        question=config.max_question_tokens,
-        title=config.max_title_tokens,
-        passage=config.max_passage_tokens,
-    )
 
 
 __all__ = [

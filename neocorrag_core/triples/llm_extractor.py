@@ -25,7 +25,7 @@ from typing import Any
 
 from neocorrag_core.generation import chat_ids
 from neocorrag_core.once import LoadOnce
-from neocorrag_core.prompt_budget import clip_to_tokens
+from neocorrag_core.prompt_budget import DEFAULT_TITLE_TOKENS, clip_to_tokens
 from neocorrag_core.triples.base import parse_triple
 from neocorrag_core.triples.extractor import clean_triples, truncate_words
 from neocorrag_core.triples.prompts import (
@@ -161,14 +161,16 @@ class LLMTripleExtractor:
     ) -> list[list[Triple]]:
         backend = self.backend
         # Words bound the text only as long as words are short; with a local LM the passage
-        # and its title are also cut on tokens (two per allowed word, and 32 for the title),
-        # so one 20,000-character "word" cannot blow up the prompt.
+        # and its title are also cut on tokens (two per allowed word, and the prompts' title
+        # budget), so one 20,000-character "word" cannot blow up the prompt.
         tokenizer = getattr(getattr(backend, "lm", None), "tokenizer", None)
         if tokenizer is not None:
             texts = list(texts)
             for i in batch:
                 texts[i] = clip_to_tokens(tokenizer, texts[i], 2 * self.max_words)
-            titles = {i: clip_to_tokens(tokenizer, passages[i].title, 32) for i in batch}
+            titles = {
+                i: clip_to_tokens(tokenizer, passages[i].title, DEFAULT_TITLE_TOKENS) for i in batch
+            }
         else:
             titles = {i: passages[i].title[:256] for i in batch}
         entity_prompts = [entity_messages(titles[i], texts[i]) for i in batch]

@@ -32,7 +32,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
 from adapter_fixtures import BRIDGE_CORPUS, BRIDGE_NO_LM, BRIDGE_QUESTION, CORPUS, QUERY
 from conftest import HashedBagOfWords
 from fuzz_strategies import (
@@ -100,13 +99,7 @@ def fuzz(max_examples: int) -> settings:
     )
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """Tiny matmuls on a busy 2-core box are much slower with several intra-op threads."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # ---------------------------------------------------------------- shared, built once
