@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from neocorrag_core import __version__
+from neocorrag_core.cli_index import add_index_parser
 from neocorrag_core.config import KEEP_MODES, MinerConfig
-from neocorrag_core.errors import NeocorragError, StoreError
+from neocorrag_core.errors import NeocorragError
 from neocorrag_core.formats import DataFormatError, read_json_or_lines
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.rendering import render_passages
@@ -367,127 +368,6 @@ def add_eval_parser(sub: Any) -> None:
     ev.set_defaults(func=run_eval)
 
 
-def _make_extractor(args: argparse.Namespace) -> Any:
-    """The extractor ``neocorrag index`` asked for (nothing is loaded yet)."""
-    if args.extractor == "spacy":
-        from neocorrag_core.triples.spacy_extractor import SpacyTripleExtractor
-
-        return SpacyTripleExtractor(args.spacy_model, batch_size=args.batch_size)
-    from neocorrag_core.triples.llm_extractor import LLMTripleExtractor
-
-    return LLMTripleExtractor(args.lm, batch_size=args.batch_size, show_progress=False)
-
-
-def run_index(args: argparse.Namespace) -> int:
-    """Extract the triples of a corpus file into the store; stored passages are skipped.
-
-    Runs on one store take turns (:meth:`~neocorrag_core.triples.store.TripleStore.indexer_lock`):
-    a second run waits for the first, then extracts only what the first left undone.
-    """
-    from neocorrag_core.corpus import load_corpus
-    from neocorrag_core.triples.store import CachedTripleSource, TripleStore
-
-    started = time.perf_counter()
-    corpus = load_corpus(args.corpus, limit=args.limit)
-    store = TripleStore(args.store)
-    source = CachedTripleSource(store, _make_extractor(args), batch_size=args.batch_size)
-
-    def waiting(pid: int | None) -> None:
-        print(
-            f"waiting for another indexer (pid {pid or '?'}) of {store.path}; then this run "
-            "extracts only what that one left undone (Ctrl-C to stop)",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    if store.read_only:  # nothing to lock: it only reads, and fails if there is work
-        return _index_passages(args, corpus, source, started)
-    try:
-        with store.indexer_lock(on_wait=waiting):
-            return _index_passages(args, corpus, source, started)
-    except KeyboardInterrupt:  # while waiting for the other indexer: nothing was done
-        print("interrupted: run the same command again to index", file=sys.stderr)
-        return 130
-
-
-def _index_passages(args: argparse.Namespace, corpus: Any, source: Any, started: float) -> int:
-    """The part of ``neocorrag index`` that runs under the indexer lock."""
-    from tqdm.auto import tqdm
-
-    passages, store = corpus.passages, source.store
-    # Read after taking the lock: what a run that held it before stored is skipped.
-    done = store.contains(passages, source.key)
-    todo = [p for p, stored in zip(passages, done, strict=True) if not stored]
-    if todo and store.read_only:
-        raise StoreError(
-            f"the triple store {store.path} is read-only, and {len(todo)} passage(s) are not "
-            "in it yet: index into a writable --store (or NEOCORRAG_CACHE), or make the file "
-            "and its folder writable"
-        )
-    print(
-        f"{args.corpus}: {len(passages)} unique passages ({corpus.format} format, "
-        f"{corpus.duplicates} duplicates dropped); {len(passages) - len(todo)} already in "
-        f"{store.path} for {source.key.extractor_id}@{source.key.version}",
-        file=sys.stderr,
-    )
-    interrupted = False
-    # Each batch is committed on its own, so an interruption loses at most one batch.
-    with tqdm(
-        total=len(passages),
-        initial=len(passages) - len(todo),
-        unit="passage",
-        desc="index",
-        disable=args.quiet,
-    ) as bar:
-        try:
-            for start in range(0, len(todo), args.batch_size):
-                batch = todo[start : start + args.batch_size]
-                source.extract_and_store(batch)
-                bar.update(len(batch))
-        except KeyboardInterrupt:
-            interrupted = True
-    stats = source.stats
-    print(
-        f"passages total {len(passages)} | already stored {len(passages) - len(todo)} | "
-        f"extracted now {stats.extracted} | triples written {stats.triples_written} | "
-        f"{time.perf_counter() - started:.1f} s"
-    )
-    if interrupted:
-        print("interrupted: run the same command again to resume", file=sys.stderr)
-        return 130
-    return 0
-
-
-def add_index_parser(sub: Any) -> None:
-    """The ``neocorrag index`` subcommand."""
-    from neocorrag_core.triples.store import default_store_path
-
-    ix = sub.add_parser(
-        "index",
-        help="extract the triples of a corpus file into the triple store (resumable)",
-        description="Read a corpus (JSON list of {title, text}, a HippoRAG corpus, or MuSiQue / "
-        "HotpotQA / 2Wiki questions; detected), extract the triples of every passage not yet "
-        "stored, and write them to the SQLite triple store the miner reads.",
-    )
-    ix.add_argument("corpus", help="corpus file (JSON or JSON lines)")
-    ix.add_argument(
-        "--extractor",
-        choices=["spacy", "llm"],
-        default="spacy",
-        help="spacy: fast dependency rules (default); llm: two-step LLM extraction",
-    )
-    ix.add_argument(
-        "--store", default=str(default_store_path()), help="SQLite file (default: %(default)s)"
-    )
-    ix.add_argument("--lm", default=None, help="LLM extractor: HF id or local path of the LM")
-    ix.add_argument("--spacy-model", default=None, help="spaCy pipeline (default: small English)")
-    ix.add_argument("--batch-size", type=int, default=16, help="passages per batch (default 16)")
-    ix.add_argument("--limit", type=int, default=None, help="first N unique passages only")
-    ix.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    ix.add_argument("-v", "--verbose", action="store_true", help="log what the extractor does")
-    ix.set_defaults(func=run_index)
-
-
 def run_doctor(args: argparse.Namespace) -> int:
     """Print what this machine runs the LMs with: CPU, float format and why, threads."""
     from neocorrag_core.models import bundled_lm_path, default_cache_dir
@@ -547,6 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=run_demo)
     add_eval_parser(sub)
     add_index_parser(sub)
+    from neocorrag_core.cli_store import add_store_parser
+
+    add_store_parser(sub)
     doctor = sub.add_parser(
         "doctor",
         help="show the CPU, the LM float format chosen for it and why, and the threads",

@@ -156,6 +156,20 @@ def model_device(model: Any) -> Any:
 def greedy_generate(lm: LanguageModel, ids: Sequence[int], max_new_tokens: int) -> list[int]:
     """Greedy continuation of ``ids`` until an end-of-turn token; the model's own sampling
     settings are neutralized so every method's reader call is deterministic."""
+    return _greedy(lm, ids, max_new_tokens, scored=False)[0]
+
+
+def greedy_generate_scored(
+    lm: LanguageModel, ids: Sequence[int], max_new_tokens: int
+) -> tuple[list[int], list[float]]:
+    """:func:`greedy_generate`, plus the probability the model gave each generated token
+    before the end token (from the generation's raw logits, in the same call)."""
+    return _greedy(lm, ids, max_new_tokens, scored=True)
+
+
+def _greedy(
+    lm: LanguageModel, ids: Sequence[int], max_new_tokens: int, *, scored: bool
+) -> tuple[list[int], list[float]]:
     import torch
 
     with lm.lock, torch.inference_mode():
@@ -166,6 +180,7 @@ def greedy_generate(lm: LanguageModel, ids: Sequence[int], max_new_tokens: int) 
             eos.add(model_eos)
         pad_id = lm.tokenizer.pad_token_id
         inputs = input_ids_tensor(lm, [ids])
+        extra: dict[str, Any] = {"output_logits": True, "return_dict_in_generate": True}
         output = lm.model.generate(
             inputs,
             attention_mask=torch.ones_like(inputs),
@@ -173,17 +188,26 @@ def greedy_generate(lm: LanguageModel, ids: Sequence[int], max_new_tokens: int) 
             num_beams=1,
             eos_token_id=sorted(eos),
             pad_token_id=end_id if pad_id is None else pad_id,
+            **(extra if scored else {}),
             **neutral_settings(),
         )
-    # The end token stays in the list: it was generated, so it counts as a generated token.
-    new_ids: list[int] = output[0, len(ids) :].tolist()
-    return new_ids
+        sequences = output.sequences if scored else output
+        # The end token stays in the list: it was generated, so it counts as a generated token.
+        new_ids: list[int] = sequences[0, len(ids) :].tolist()
+        probabilities: list[float] = []
+        if scored:
+            for step, token in zip(output.logits, new_ids, strict=False):
+                if token in eos:
+                    break
+                probabilities.append(float(torch.softmax(step[0].float(), dim=-1)[token]))
+    return new_ids, probabilities
 
 
 __all__ = [
     "chat_ids",
     "chat_prompt_ids",
     "greedy_generate",
+    "greedy_generate_scored",
     "input_ids_tensor",
     "model_device",
     "neutral_settings",

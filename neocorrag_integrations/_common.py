@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError, ValidationI
 from neocorrag_core.config import KeepMode, MinerConfig
 from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.miner import EvidenceChainMiner
-from neocorrag_core.triples import TripleSource
+from neocorrag_core.triples import DefaultTripleSource, TripleSource
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import check_bool, check_choice, check_int
 from neocorrag_integrations.metadata_keys import (
@@ -371,8 +371,10 @@ class RefinerSettings(BaseModel):
             embedder: anything :func:`neocorrag_core.models.resolve_embedder` accepts,
                 e.g. a sentence-transformers name, a LangChain or LlamaIndex embeddings object.
             lm: anything :func:`neocorrag_core.models.resolve_lm` accepts.
-            triple_source: where triples come from (metadata ``"triples"`` by default; a
-                triple store or an extractor plugs in here).
+            triple_source: where triples come from. Default: a
+                :class:`~neocorrag_core.triples.DefaultTripleSource` — ``metadata["triples"]``
+                where present, else the triple store, else spaCy (the ``spacy`` extra; what
+                it extracts is stored), else the document passes through with one warning.
             **data: the pydantic fields above.
         """
         owner = type(self).__name__
@@ -401,7 +403,10 @@ class RefinerSettings(BaseModel):
         else:
             config = MinerConfig().with_overrides(**self.engine_overrides())
             self._miner = EvidenceChainMiner(
-                config, embedder=embedder, lm=lm, triple_source=triple_source
+                config,
+                embedder=embedder,
+                lm=lm,
+                triple_source=triple_source if triple_source is not None else DefaultTripleSource(),
             )
 
     # Our own checks run before pydantic's (which would take "3" or 2.0 as an integer and

@@ -30,7 +30,7 @@ from neocorrag_core.evireform import (
 )
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
-from neocorrag_core.triples import TripleSource
+from neocorrag_core.triples import DefaultTripleSource, TripleSource
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import check_int
 from neocorrag_integrations.metadata_keys import (
@@ -256,8 +256,10 @@ class ReformulationSettings(BaseModel):
                 used too unless ``triple_source`` is given.
             embedder: anything :func:`neocorrag_core.models.resolve_embedder` accepts.
             lm: anything :func:`neocorrag_core.models.resolve_lm` accepts.
-            triple_source: where triples come from (metadata ``"triples"`` by default;
-                documents without triples take part through their lead sentence).
+            triple_source: where triples come from; default as for the compressor (a
+                :class:`~neocorrag_core.triples.DefaultTripleSource`: metadata, else the
+                store, else spaCy, stored). Documents without triples take part through
+                their lead sentence.
             **data: the pydantic fields above.
         """
         owner = type(self).__name__
@@ -291,6 +293,8 @@ class ReformulationSettings(BaseModel):
             )
             shared, their_triples = _shared_models(models)
             triple_source = triple_source or their_triples
+        if triple_source is None:
+            triple_source = DefaultTripleSource()
         self._reformulator = EvidenceReformulator(
             ReformulationConfig().with_overrides(**self.config),
             embedder=embedder,

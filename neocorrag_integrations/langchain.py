@@ -58,12 +58,14 @@ from neocorrag_integrations._reformulation import (
     ReformedItem,
     ReformulationSettings,
 )
+from neocorrag_integrations.langchain_ingest import TripleExtractorTransformer, document_source
 from neocorrag_integrations.metadata_keys import IS_EVIDENCE_CHAINS
 
 __all__ = [
     "EvidenceReformulationRetriever",
     "NeocorRAGCompressor",
     "NeocorRAGEmbeddings",
+    "TripleExtractorTransformer",
     "is_evidence_chain_document",
 ]
 
@@ -79,8 +81,9 @@ class NeocorRAGCompressor(RefinerSettings, BaseDocumentCompressor):
     When the documents yield no triples or no chain, every document comes back (as a copy)
     and ``neocorrag_fallback`` says why. The documents passed in are never modified.
 
-    Triples come from ``metadata["triples"]`` unless ``triple_source=`` (a triple store or
-    an extractor) or a ``miner=`` with its own source is given. See
+    Triples come from ``metadata["triples"]`` where present, else the triple store, else
+    spaCy when the ``spacy`` extra is installed (stored for next time), unless
+    ``triple_source=`` or a ``miner=`` with its own source is given. See
     :class:`~neocorrag_integrations._common.RefinerSettings` for every setting; a bad
     one raises :class:`~neocorrag_core.errors.ConfigError` at construction.
 
@@ -205,8 +208,9 @@ class EvidenceReformulationRetriever(ReformulationSettings, BaseRetriever):
     not a non-empty string raises :class:`~neocorrag_core.errors.InputError`, as the
     engine does, before the wrapped retriever is asked.
 
-    Triples come from ``metadata["triples"]`` unless ``triple_source=`` is given;
-    documents without triples take part through their title and lead sentence. See
+    Triples come from ``metadata["triples"]``, else the triple store, else spaCy (the
+    ``spacy`` extra; stored), unless ``triple_source=`` is given; documents without
+    triples take part through their title and lead sentence. See
     :class:`~neocorrag_integrations._reformulation.ReformulationSettings` for ``k``,
     ``config`` (any :class:`~neocorrag_core.evireform.ReformulationConfig` field),
     ``embedder``, ``lm``, ``reformulator=`` and ``models=`` (e.g. ``models=compressor``
@@ -290,4 +294,4 @@ def _source_documents(documents: Sequence[Document]) -> list[SourceDocument]:
                 f"documents[{i}] is a {type(doc).__name__}; neocorrag's LangChain adapters "
                 "take langchain_core Document objects"
             )
-    return [SourceDocument(doc.id, doc.page_content, doc.metadata) for doc in documents]
+    return [document_source(doc) for doc in documents]

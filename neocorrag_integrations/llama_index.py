@@ -40,7 +40,6 @@ try:
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import (
-        MetadataMode,
         NodeWithScore,
         QueryBundle,
         QueryType,
@@ -70,12 +69,14 @@ from neocorrag_integrations._reformulation import (
     ReformedItem,
     ReformulationSettings,
 )
+from neocorrag_integrations.llama_index_ingest import TripleExtractorTransform, node_source
 from neocorrag_integrations.metadata_keys import IS_EVIDENCE_CHAINS
 
 __all__ = [
     "EvidenceReformulationRetriever",
     "NeocorRAGEmbedding",
     "NeocorRAGPostprocessor",
+    "TripleExtractorTransform",
     "is_evidence_chain_node",
 ]
 
@@ -475,10 +476,7 @@ def _source_documents(nodes: Sequence[NodeWithScore]) -> list[SourceDocument]:
                 f"nodes[{i}] is a {type(item).__name__}; NeocorRAGPostprocessor takes "
                 "llama_index NodeWithScore objects"
             )
-        text = item.node.get_content(metadata_mode=MetadataMode.NONE)
-        sources.append(
-            SourceDocument(item.node.node_id, text, item.node.metadata, _score(i, item.score))
-        )
+        sources.append(node_source(item.node, _score(i, item.score)))
     return sources
 
 

@@ -6,6 +6,7 @@ import hashlib
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,12 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The default triple source writes what it extracts to the default store: never the user's
+# ~/.cache during tests. One throwaway store per test session (NEOCORRAG_CACHE stays, so the
+# converted bundled LM is still found).
+os.environ["NEOCORRAG_TRIPLE_STORE"] = str(
+    Path(tempfile.mkdtemp(prefix="neocorrag-test-store-")) / "triples.sqlite"
+)
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 
 # Tiny models run fastest single-threaded; on a busy 2-core machine torch's thread

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,13 @@ from neocorrag_core.errors import InputError, RetrievalError
 from neocorrag_core.generation import chat_prompt_ids, greedy_generate, text_token_ids
 from neocorrag_core.models import LazyModels
 from neocorrag_core.prompt_budget import PromptTooLongError, TokenClipper, fit_prompt, prompt_limit
+from neocorrag_core.search_calls import (
+    AsyncSearchFn,
+    SearchFn,
+    acall_search,
+    call_search,
+    gather_all_or_cancel,
+)
 from neocorrag_core.timing import timed
 from neocorrag_core.triples import MetadataTripleSource, TripleSource
 from neocorrag_core.triples.base import triples_per_passage
@@ -53,9 +60,6 @@ from .types import (
 
 logger = logging.getLogger(__name__)
 
-SearchFn = Callable[[str, int], Sequence[Passage]]
-"""``search(query, k)`` -> up to ``k`` passages, best first."""
-AsyncSearchFn = Callable[[str, int], Awaitable[Sequence[Passage]]]
 
 _Request = list[tuple[str, int]]
 _Loop = Generator[_Request, list[list[Passage]], ReformulationResult]
@@ -132,7 +136,7 @@ class EvidenceReformulator:
         searching = 0.0
         while not isinstance(step, ReformulationResult):
             before = time.perf_counter()
-            results = [_call(search, query, n) for query, n in step]
+            results = [call_search(search, query, n) for query, n in step]
             searching += time.perf_counter() - before
             step = _advance(loop, results)
         return _finish(step, searching, started)
@@ -147,7 +151,7 @@ class EvidenceReformulator:
         searching = 0.0
         while not isinstance(step, ReformulationResult):
             before = time.perf_counter()
-            results = await _gather_all_or_cancel([_acall(search, q, n) for q, n in step])
+            results = await gather_all_or_cancel([acall_search(search, q, n) for q, n in step])
             searching += time.perf_counter() - before
             step = await asyncio.to_thread(_advance, loop, results)
         return _finish(step, searching, started)
@@ -440,58 +444,6 @@ def _finish(result: ReformulationResult, searching: float, started: float) -> Re
     result.timings["search"] = searching
     result.timings["total"] = time.perf_counter() - started
     return result
-
-
-def _search_error(query: str, err: Exception) -> RetrievalError:
-    return RetrievalError(
-        f"the wrapped search failed for query {query!r}: {type(err).__name__}: {err}"
-    )
-
-
-def _check_results(query: str, results: Any) -> list[Passage]:
-    if isinstance(results, (str, bytes)) or not isinstance(results, Sequence):
-        raise RetrievalError(
-            f"the search returned a {type(results).__name__} for query {query!r}; "
-            "it must return a list of Passage objects"
-        )
-    passages: list[Passage] = []
-    for i, item in enumerate(results):
-        if not isinstance(item, Passage):
-            raise RetrievalError(
-                f"the search returned a {type(item).__name__} at position {i} for query "
-                f"{query!r}; it must return neocorrag_core.Passage objects"
-            )
-        passages.append(item)
-    return passages
-
-
-def _call(search: SearchFn, query: str, k: int) -> list[Passage]:
-    try:
-        results = search(query, k)
-    except Exception as err:
-        raise _search_error(query, err) from err
-    return _check_results(query, results)[:k]
-
-
-async def _acall(search: AsyncSearchFn, query: str, k: int) -> list[Passage]:
-    try:
-        results = await search(query, k)
-    except Exception as err:
-        raise _search_error(query, err) from err
-    return _check_results(query, results)[:k]
-
-
-async def _gather_all_or_cancel(calls: list[Awaitable[list[Passage]]]) -> list[list[Passage]]:
-    """Run one round's searches concurrently; on the first failure cancel the others
-    (no search keeps running, or warns later, after the error is raised)."""
-    tasks = [asyncio.ensure_future(call) for call in calls]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 __all__ = [

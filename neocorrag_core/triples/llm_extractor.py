@@ -15,7 +15,6 @@ Model output is only ever read with ``json``; nothing it says is executed.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import re
@@ -23,9 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from neocorrag_core.generation import chat_ids
 from neocorrag_core.once import LoadOnce
 from neocorrag_core.prompt_budget import DEFAULT_TITLE_TOKENS, clip_to_tokens
+from neocorrag_core.structured import (
+    FrameworkKind,
+    FrameworkLLM,
+    LocalJSONGenerator,
+    framework_kind,
+)
 from neocorrag_core.triples.base import parse_triple
 from neocorrag_core.triples.extractor import clean_triples, truncate_words
 from neocorrag_core.triples.prompts import (
@@ -33,16 +37,13 @@ from neocorrag_core.triples.prompts import (
     PROMPT_VERSION,
     TRIPLE_SCHEMA,
     entity_messages,
-    messages_as_text,
     triple_messages,
 )
 from neocorrag_core.types import Passage, Triple
 
 logger = logging.getLogger(__name__)
 
-# A single optional space between JSON tokens: the default pattern allows unbounded
-# whitespace, which a weak model can loop in until max_new_tokens.
-_WHITESPACE = r"[ ]?"
+_SCHEMAS = {"entities": ENTITY_SCHEMA, "triples": TRIPLE_SCHEMA}
 
 
 @dataclass
@@ -97,7 +98,7 @@ class LLMTripleExtractor:
         self.constrained = constrained
         self.show_progress = show_progress
         self.stats = ExtractionStats()
-        self._framework = _framework_kind(lm)
+        self._framework = framework_kind(lm)
         self._lm_spec = lm
         self._name = name or _lm_name(lm)
         self._backend: LoadOnce[Any] = LoadOnce()
@@ -294,33 +295,15 @@ def _items_of_object(obj: Any, key: str) -> list[Any]:
 
 
 class _LocalBackend:
-    """Batched greedy generation with an Outlines JSON-schema processor per output kind."""
+    """Batched greedy generation with an Outlines JSON-schema processor per output kind
+    (:class:`~neocorrag_core.structured.LocalJSONGenerator`)."""
 
     def __init__(self, lm: Any, *, constrained: bool) -> None:
         self.lm = lm
         self.constrained = constrained
-        self._processors: dict[str, Any] = {}
-
-    def _processor(self, kind: str) -> Any:
-        if kind not in self._processors:
-            try:
-                import outlines
-                from outlines.backends import get_json_schema_logits_processor
-            except ImportError:
-                from neocorrag_core.models import MissingDependencyError
-
-                raise MissingDependencyError(
-                    "constrained LLM extraction needs Outlines: pip install "
-                    "'neocorrag[llm-extract]' (or pass constrained=False)"
-                ) from None
-            schema = {"entities": ENTITY_SCHEMA, "triples": TRIPLE_SCHEMA}[kind]
-            # Outlines sets padding side and pad token on the tokenizer it wraps; give it a
-            # copy so the LM the miner shares keeps its own settings.
-            wrapped = outlines.from_transformers(self.lm.model, copy.deepcopy(self.lm.tokenizer))
-            self._processors[kind] = get_json_schema_logits_processor(
-                "outlines_core", wrapped, json.dumps(schema), whitespace_pattern=_WHITESPACE
-            )
-        return self._processors[kind]
+        # The model's own generation config is kept (neutral=False): neutralizing it would
+        # change the triples cached under the current PROMPT_VERSION.
+        self._generator = LocalJSONGenerator(lm, constrained=constrained, neutral=False)
 
     def generate(
         self, conversations: list[list[dict[str, str]]], kind: str, budget: int
@@ -332,51 +315,13 @@ class _LocalBackend:
         self, conversations: list[list[dict[str, str]]], kind: str, budget: int
     ) -> tuple[list[str], list[bool]]:
         """Completions, and per row whether it ended on eos (False: cut by ``budget``)."""
-        import torch
-        from transformers import LogitsProcessorList
-
-        tok = self.lm.tokenizer
-        # Passage text never becomes a chat control token (chat_ids), then left-padded.
-        rows = [chat_ids(tok, c) for c in conversations]
-        enc = tok.pad({"input_ids": rows}, padding=True, padding_side="left", return_tensors="pt")
-        # Outlines only lets the schema end on the tokenizer's eos; stop on that token.
-        eos = tok.eos_token_id
-        pad = tok.pad_token_id if tok.pad_token_id is not None else eos
-        kwargs: dict[str, Any] = {}
-        with self.lm.lock:
-            if self.constrained:
-                processor = self._processor(kind)
-                processor.reset()  # per-row state from the previous batch
-                kwargs["logits_processor"] = LogitsProcessorList([processor])
-            with torch.inference_mode():
-                out = self.lm.model.generate(
-                    input_ids=enc["input_ids"].to(self.lm.model.device),
-                    attention_mask=enc["attention_mask"].to(self.lm.model.device),
-                    max_new_tokens=budget,
-                    do_sample=False,
-                    num_beams=1,
-                    eos_token_id=eos,
-                    pad_token_id=pad,
-                    **kwargs,
-                )
-        new = out[:, enc["input_ids"].shape[1] :]
-        finished = [bool((row == eos).any()) for row in new]
-        return tok.batch_decode(new, skip_special_tokens=True), finished
+        done = self._generator.complete(conversations, _SCHEMAS[kind], budget)
+        return [c.text for c in done], [c.finished for c in done]
 
 
 # ------------------------------------------------------------------------------------------
 # Framework LLMs (LangChain, LlamaIndex), detected by duck typing: no framework import here
 # ------------------------------------------------------------------------------------------
-
-
-def _framework_kind(lm: Any) -> str | None:
-    if lm is None or isinstance(lm, (str, tuple, list)) or hasattr(lm, "tokenizer"):
-        return None
-    if callable(getattr(lm, "invoke", None)):
-        return "langchain"
-    if callable(getattr(lm, "complete", None)):
-        return "llamaindex"
-    return None
 
 
 def _lm_name(lm: Any) -> str:
@@ -424,55 +369,17 @@ def _pydantic_models() -> dict[str, Any]:
 
 
 class _FrameworkBackend:
-    """Asks a LangChain or LlamaIndex LLM, with structured output where it offers it."""
+    """Asks a LangChain or LlamaIndex LLM, with structured output where it offers it
+    (:class:`~neocorrag_core.structured.FrameworkLLM`)."""
 
-    def __init__(self, llm: Any, kind: str) -> None:
+    def __init__(self, llm: Any, kind: FrameworkKind) -> None:
         self.llm = llm
         self.kind = kind
         self._models = _pydantic_models()
-        self._structured: dict[str, Any] = {}
-
-    def _structured_llm(self, kind: str) -> Any:
-        """The structured-output runnable for ``kind``, or ``None`` when the LLM has none."""
-        if kind not in self._structured:
-            model = self._models[kind]
-            runnable = None
-            try:
-                if self.kind == "langchain" and hasattr(self.llm, "with_structured_output"):
-                    runnable = self.llm.with_structured_output(model)
-                elif self.kind == "llamaindex" and getattr(
-                    getattr(self.llm, "metadata", None), "is_function_calling_model", False
-                ):
-                    runnable = self.llm.as_structured_llm(model)
-            except (NotImplementedError, AttributeError, TypeError, ValueError) as exc:
-                logger.info("%s offers no structured output (%s); parsing text", self.kind, exc)
-            self._structured[kind] = runnable
-        return self._structured[kind]
+        self._framework = FrameworkLLM(llm, kind)
 
     def generate(
         self, conversations: list[list[dict[str, str]]], kind: str, budget: int
     ) -> list[Any]:
         """One answer per chat: a structured object, or text to parse."""
-        return [self._ask(c, kind) for c in conversations]
-
-    def _ask(self, messages: list[dict[str, str]], kind: str) -> Any:
-        runnable = self._structured_llm(kind)
-        if runnable is not None:
-            try:
-                if self.kind == "langchain":
-                    return runnable.invoke(_langchain_messages(messages))
-                return runnable.complete(messages_as_text(messages)).raw
-            except Exception as exc:  # a provider error must not lose the passage
-                logger.warning("structured output failed (%s); falling back to parsing text", exc)
-        if self.kind == "langchain":
-            answer = self.llm.invoke(_langchain_messages(messages))
-            content = getattr(answer, "content", answer)
-        else:
-            answer = self.llm.complete(messages_as_text(messages))
-            content = getattr(answer, "text", answer)
-        return content if isinstance(content, str) else str(content)
-
-
-def _langchain_messages(messages: list[dict[str, str]]) -> list[tuple[str, str]]:
-    roles = {"system": "system", "user": "human", "assistant": "ai"}
-    return [(roles[m["role"]], m["content"]) for m in messages]
+        return [self._framework.ask(c, self._models[kind]).value for c in conversations]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,8 +21,10 @@ METADATA_KEY = "triples"
 class MetadataTripleSource:
     """Reads ``Passage.metadata["triples"]``: a list of ``[subject, relation, object]``.
 
-    Dicts with ``subject``/``relation``/``object`` keys are accepted too; malformed
-    items are skipped with a warning.
+    Dicts with ``subject``/``relation``/``object`` keys are accepted too, and so is the
+    whole list as one JSON string (what vector stores with flat metadata, e.g. Chroma,
+    keep; the ingestion transforms write it with ``metadata_format="json"``). Malformed
+    items, and a string that is not JSON, are skipped with a warning.
     """
 
     def __init__(self, key: str = METADATA_KEY) -> None:
@@ -29,10 +32,28 @@ class MetadataTripleSource:
 
     def triples_for(self, passages: Sequence[Passage]) -> list[list[Triple]]:
         """The metadata triples of each passage (empty where absent)."""
+        origin = f"metadata[{self.key!r}]"
         return [
-            parse_triples(p.metadata.get(self.key), p.id, origin=f"metadata[{self.key!r}]")
+            parse_triples(_decoded(p.metadata.get(self.key), p.id, origin), p.id, origin=origin)
             for p in passages
         ]
+
+
+def _decoded(value: Any, passage_id: str, origin: str) -> Any:
+    """``value``, or the triples a JSON string holds; a string that is not JSON gives ``None``
+    (after a warning). Only ``json.loads``: metadata is untrusted text, never evaluated."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+        logger.warning(
+            "%s of passage %r is a string but not JSON triples (%s); ignored",
+            origin,
+            passage_id,
+            exc,
+        )
+        return None
 
 
 def text_key(text: str) -> str:

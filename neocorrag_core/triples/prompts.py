@@ -101,10 +101,3 @@ def triple_messages(title: str, text: str, entities: list[str]) -> list[dict[str
         {"role": "assistant", "content": json.dumps({"triples": _EXAMPLE_TRIPLES})},
         {"role": "user", "content": user(_passage_block(title, text), entities)},
     ]
-
-
-def messages_as_text(messages: list[dict[str, str]]) -> str:
-    """One prompt string (for completion-style LLMs): the turns, labelled."""
-    return "\n\n".join(f"{m['role'].upper()}:\n{m['content']}" for m in messages) + (
-        "\n\nASSISTANT:\n"
-    )

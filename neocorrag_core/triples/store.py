@@ -4,93 +4,70 @@ A passage is extracted once per (text, extractor, version): the key is the sha25
 text the extractor reads (title line + whitespace-normalized text), so the same passage
 in another corpus, under another id, is found again. A passage that yielded no triples is
 stored too (as "done, none"), so re-runs never retry it.
+
+Since schema 2 the store also maps the ids of the user's documents to the content hashes
+they were stored under (the ``documents`` table), so a document can be deleted by its id
+(:meth:`TripleStore.delete`), and a store can be moved between machines as JSON lines
+(:meth:`TripleStore.export_jsonl`, :meth:`TripleStore.import_jsonl`).
+
+This module is the store itself (opening, transactions, reads, writes, delete). Its parts
+live beside it and are re-exported here, so ``from neocorrag_core.triples.store import ...``
+reaches all of them: the keys (:mod:`~neocorrag_core.triples.keys`), the tables and their
+migrations (:mod:`~neocorrag_core.triples.store_schema`), the export format
+(:mod:`~neocorrag_core.triples.store_jsonl`), the indexer lock
+(:mod:`~neocorrag_core.triples.indexer_lock`) and the source that reads the store first
+(:mod:`~neocorrag_core.triples.cached`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext, suppress
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from neocorrag_core.errors import ConfigError, StoreError
+from neocorrag_core.errors import ConfigError, InputError, StoreError
 from neocorrag_core.graph import normalize_entity
-from neocorrag_core.triples.extractor import TripleExtractor, clean_triples, passage_document
+from neocorrag_core.triples import store_jsonl
+from neocorrag_core.triples.cached import CachedTripleSource as CachedTripleSource
+from neocorrag_core.triples.cached import CacheStats as CacheStats
+from neocorrag_core.triples.extractor import clean_triples
+from neocorrag_core.triples.indexer_lock import hold_indexer_lock
+from neocorrag_core.triples.keys import ExtractorKey as ExtractorKey
+from neocorrag_core.triples.keys import text_sha256 as text_sha256
+from neocorrag_core.triples.store_jsonl import ImportReport as ImportReport
+from neocorrag_core.triples.store_schema import SCHEMA_VERSION as SCHEMA_VERSION
+from neocorrag_core.triples.store_schema import (
+    can_upgrade,
+    create_tables,
+    insert_entry,
+    key_filter,
+    stored_version,
+    table_names,
+    upgrade,
+)
 from neocorrag_core.types import Passage, Triple
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: indexing runs without the indexer lock
-    fcntl = None  # type: ignore[assignment]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
 _SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite 3 database
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS passages (
-    text_sha256 TEXT NOT NULL,
-    extractor TEXT NOT NULL,
-    version TEXT NOT NULL,
-    num_triples INTEGER NOT NULL,
-    created REAL NOT NULL,
-    PRIMARY KEY (text_sha256, extractor, version)
-);
-CREATE TABLE IF NOT EXISTS triples (
-    text_sha256 TEXT NOT NULL,
-    extractor TEXT NOT NULL,
-    version TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    subject TEXT NOT NULL,
-    relation TEXT NOT NULL,
-    object TEXT NOT NULL,
-    subject_key TEXT NOT NULL,
-    object_key TEXT NOT NULL,
-    PRIMARY KEY (text_sha256, extractor, version, position)
-);
-CREATE INDEX IF NOT EXISTS triples_by_subject ON triples (subject_key);
-CREATE INDEX IF NOT EXISTS triples_by_object ON triples (object_key);
-"""
 
 
 def default_store_path() -> Path:
-    """``$NEOCORRAG_CACHE/triples.sqlite``, else ``~/.cache/neocorrag/triples.sqlite``."""
+    """``$NEOCORRAG_TRIPLE_STORE`` (a file) if set, else ``$NEOCORRAG_CACHE/triples.sqlite``,
+    else ``~/.cache/neocorrag/triples.sqlite``."""
+    explicit = os.environ.get("NEOCORRAG_TRIPLE_STORE", "").strip()
+    if explicit:
+        return Path(explicit).expanduser()
     root = os.environ.get("NEOCORRAG_CACHE")
     base = Path(root).expanduser() if root else Path.home() / ".cache" / "neocorrag"
     return base / "triples.sqlite"
-
-
-def text_sha256(passage: Passage) -> str:
-    """Store key of a passage: sha256 of :func:`passage_document` (title line + text)."""
-    return hashlib.sha256(passage_document(passage).encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class ExtractorKey:
-    """Which extractor made the stored triples; part of every store key."""
-
-    extractor_id: str
-    version: str
-
-    @classmethod
-    def of(cls, extractor: Any) -> ExtractorKey:
-        """The key of an extractor object (its ``extractor_id`` and ``version``)."""
-        try:
-            return cls(str(extractor.extractor_id), str(extractor.version))
-        except AttributeError:
-            raise TypeError(
-                f"{type(extractor).__name__} is not a triple extractor: it needs "
-                "'extractor_id' and 'version' attributes (see TripleExtractor)"
-            ) from None
 
 
 class StoreSchemaError(StoreError, ValueError):
@@ -118,6 +95,10 @@ class TripleStore:
             pre-built shared cache; writes then raise :class:`StoreError`. ``None`` (the
             default) opens read-only exactly when the file or its folder is not writable.
 
+    A schema 1 store (before document ids) is migrated when opened writable; open
+    read-only it is read as it is (``schema_version`` says which), and only the
+    document-id reads raise :class:`StoreError`.
+
     Every failure to open, read or write raises :class:`~neocorrag_core.errors.StoreError`
     naming the file, the cause and the fix. A file that is not a neocorrag store (not
     SQLite, truncated, garbled, another program's database) is refused and left byte for
@@ -138,6 +119,7 @@ class TripleStore:
         self._memory_lock = threading.RLock()
         self._shared_conn: sqlite3.Connection | None = None
         self._immutable = False  # set when a read-only store must be read as immutable
+        self.schema_version = SCHEMA_VERSION  # an old store open read-only says its own
         self._read_only_asked = read_only  # pickled: an unpickled copy detects again
         self._file = Path(os.path.expanduser(self.path))
         if self._memory:
@@ -208,7 +190,8 @@ class TripleStore:
 
     def _create_schema(self) -> None:
         with self._transaction(write=False, action="open") as conn:
-            tables = _tables(conn)
+            tables = table_names(conn)
+            found = stored_version(conn) if "meta" in tables else None
         if tables and "meta" not in tables:
             # Someone else's SQLite database: refuse it rather than adding our tables to it.
             raise StoreError(self._foreign(tables))
@@ -218,35 +201,79 @@ class TripleStore:
                 # it; a no-op (no write) when the store is in WAL mode already.
                 self._conn().execute("PRAGMA journal_mode=WAL")
         if {"meta", "passages", "triples"} <= tables:  # the usual case: only check
-            with self._transaction(write=False, action="open") as conn:
-                self._check_version(conn, insert=False)
+            version = self._known_version(found, tables)
+            if version < SCHEMA_VERSION:
+                self._migrate()
+            self.schema_version = SCHEMA_VERSION
             return
         # One transaction: a concurrent opener sees either no schema or all of it.
         with self._transaction(action="create the tables of") as conn:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            self._check_version(conn, insert=True)
+            found = create_tables(conn)
+            if found is not None:  # a concurrent opener made them first
+                upgrade(conn, self._known_version(found, table_names(conn)))
+        self.schema_version = SCHEMA_VERSION
+
+    def _migrate(self) -> None:
+        """Bring an older store up to :data:`SCHEMA_VERSION`, in one ``BEGIN IMMEDIATE``.
+
+        The version is read again inside the write transaction: of two processes opening
+        the same old file at once, the second waits for the first's transaction, then finds
+        the store migrated and does nothing.
+        """
+        with self._transaction(action="migrate") as conn:
+            version = self._known_version(stored_version(conn), table_names(conn))
+            migrated = upgrade(conn, version)
+        if migrated:
+            logger.info(
+                "migrated the triple store %s from schema %d to %d",
+                self.path,
+                version,
+                SCHEMA_VERSION,
+            )
 
     def _check_schema(self) -> None:
         with self._transaction(write=False, action="open") as conn:
-            tables = _tables(conn)
+            tables = table_names(conn)
             if tables and "meta" not in tables:
                 raise StoreError(self._foreign(tables))
             if not {"meta", "passages", "triples"} <= tables:
                 found = f"tables {', '.join(sorted(tables))}" if tables else "no tables"
                 raise StoreError(self._damaged(f"it has {found}, and it is open read-only"))
-            self._check_version(conn, insert=False)
+            self.schema_version = self._known_version(stored_version(conn), tables)
+        if self.schema_version < SCHEMA_VERSION:
+            logger.info(
+                "%s is a schema %d store open read-only: its triples are read as usual; "
+                "document ids need schema %d (open it writable once to migrate it)",
+                self.path,
+                self.schema_version,
+                SCHEMA_VERSION,
+            )
 
-    def _check_version(self, conn: sqlite3.Connection, *, insert: bool) -> None:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is None and insert:
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif row is None or row[0] != str(SCHEMA_VERSION):
-            found = "no schema version" if row is None else f"schema {row[0]}"
+    def _known_version(self, found: str | None, tables: set[str]) -> int:
+        """The store's schema as a number this code reads (as is, or after migrating);
+        otherwise :class:`StoreSchemaError`. A table the version needs is missing: damaged."""
+        version = int(found) if found is not None and found.isdigit() else None
+        if version is None or not can_upgrade(version):
+            what = "no schema version" if found is None else f"schema {found}"
+            fix = "use a new --store path (or NEOCORRAG_CACHE)"
+            if version is not None and version > SCHEMA_VERSION:
+                fix = f"upgrade neocorrag to read it, or {fix}"
             raise StoreSchemaError(
-                f"{self.path} was written by another neocorrag store schema ({found}, this "
-                f"version reads {SCHEMA_VERSION}); use a new --store path (or NEOCORRAG_CACHE)"
+                f"{self.path} was written by another neocorrag store schema ({what}, this "
+                f"version reads {SCHEMA_VERSION}); {fix}"
+            )
+        if version >= 2 and "documents" not in tables:
+            raise StoreError(self._damaged(f"schema {version} without its documents table"))
+        return version
+
+    def _require_documents(self, action: str) -> None:
+        """Document-id features need schema 2; only a read-only old store lacks it."""
+        if self.schema_version < 2:
+            raise StoreError(
+                f"cannot {action} the triple store {self.path}: it is a schema "
+                f"{self.schema_version} store open read-only, and document ids need schema "
+                f"{SCHEMA_VERSION}; open it writable once (TripleStore(path) with write access "
+                "to the file and its folder) to migrate it, or use a migrated copy"
             )
 
     # -- connections ---------------------------------------------------------------------
@@ -405,42 +432,11 @@ class TripleStore:
         locks are unsupported the run proceeds unlocked (the store's first-writer-wins
         writes keep it correct; only the extraction work may be repeated).
         """
-        if self._memory or fcntl is None:
+        if self._memory:
             yield
             return
-        lock_path = Path(f"{self._file}.lock")
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot create the indexer lock {lock_path}: {exc.strerror or exc}; the "
-                "store's folder must be writable to index into it"
-            ) from None
-        # The lock file is never deleted: unlinking it could let two runs lock two different
-        # files of the same name. Closing the descriptor releases the lock.
-        try:
-            if not _lock(fd, lock_path, wait=False):
-                holder = _read_pid(fd)
-                for _ in range(25):  # the holder writes its pid just after taking the lock
-                    if holder is not None:
-                        break
-                    time.sleep(0.02)
-                    holder = _read_pid(fd)
-                if on_wait is not None:
-                    on_wait(holder)
-                else:
-                    logger.warning(
-                        "waiting for another indexer (pid %s) of %s", holder or "?", self.path
-                    )
-                _lock(fd, lock_path, wait=True)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            try:
-                yield
-            finally:
-                os.ftruncate(fd, 0)
-        finally:
-            os.close(fd)
+        with hold_indexer_lock(Path(f"{self._file}.lock"), self.path, on_wait):
+            yield
 
     # -- reads and writes ----------------------------------------------------------------
 
@@ -480,42 +476,170 @@ class TripleStore:
                     found[digest].append((s, r, o))
         return found
 
-    def put_many(self, items: Sequence[tuple[Passage, Sequence[Triple]]], key: ExtractorKey) -> int:
+    def put_many(
+        self,
+        items: Sequence[tuple[Passage, Sequence[Triple]]],
+        key: ExtractorKey,
+        *,
+        link_ids: bool = False,
+    ) -> int:
         """Store each passage's triples (cleaned, de-duplicated); returns triples written.
 
-        A key that is already stored is left as it is (the first writer wins).
+        A key that is already stored is left as it is (the first writer wins). With
+        ``link_ids``, each passage's ``id`` is also linked to its content hash (also when
+        the content was stored already), so that :meth:`delete` finds it by that id.
+
+        Off by default: ids made up on the way (a query's ``#1``, a corpus loader's content
+        hash) are not document ids, and a made-up link would keep a passage alive after
+        the user deleted the document it came from. Ingestion links the ids it knows
+        explicitly (:meth:`link_documents`).
         """
         written = 0
         now = time.time()
         with self._transaction(action="write triples to") as conn:
             for passage, triples in items:
                 digest = text_sha256(passage)
+                if link_ids:
+                    conn.execute(
+                        "INSERT OR IGNORE INTO documents VALUES (?, ?)", (passage.id, digest)
+                    )
                 cleaned = clean_triples(triples, passage.id)
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO passages VALUES (?, ?, ?, ?, ?)",
-                    (digest, key.extractor_id, key.version, len(cleaned), now),
-                )
-                if cur.rowcount == 0:
-                    continue
-                conn.executemany(
-                    "INSERT INTO triples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            digest,
-                            key.extractor_id,
-                            key.version,
-                            i,
-                            t.subject,
-                            t.relation,
-                            t.object,
-                            normalize_entity(t.subject),
-                            normalize_entity(t.object),
-                        )
-                        for i, t in enumerate(cleaned)
-                    ],
-                )
-                written += len(cleaned)
+                if insert_entry(conn, digest, key.extractor_id, key.version, cleaned, now):
+                    written += len(cleaned)
         return written
+
+    def link_documents(self, pairs: Sequence[tuple[str, Passage]]) -> int:
+        """Link more document ids to passages' content hashes; returns the new links made.
+
+        For ids the store does not see through :meth:`put_many` (e.g. the id of the source
+        document a LlamaIndex node was split from), so that deleting that id finds the
+        passage. Links already present are left alone; the passage need not be stored yet.
+        """
+        rows = []
+        for doc_id, passage in pairs:
+            if not isinstance(doc_id, str) or not doc_id:
+                raise InputError(f"a document id must be a non-empty string, got {doc_id!r}")
+            rows.append((doc_id, text_sha256(passage)))
+        if not rows:
+            return 0
+        with self._transaction(action="link document ids in") as conn:
+            return int(
+                conn.executemany("INSERT OR IGNORE INTO documents VALUES (?, ?)", rows).rowcount
+            )
+
+    def document_hashes(self, document_ids: Iterable[str]) -> dict[str, list[str]]:
+        """The content hashes each known document id is linked to (unknown ids are absent)."""
+        self._require_documents("read the document ids of")
+        ids = _unique_strings(document_ids, "document id")
+        found: dict[str, list[str]] = {}
+        with self._transaction(write=False, action="read the document ids of") as conn:
+            for chunk in _chunks(ids):
+                for doc_id, digest in conn.execute(
+                    f"SELECT doc_id, text_sha256 FROM documents WHERE doc_id IN ({_marks(chunk)}) "
+                    "ORDER BY doc_id, text_sha256",
+                    chunk,
+                ):
+                    found.setdefault(doc_id, []).append(digest)
+        return found
+
+    def delete(
+        self,
+        *,
+        document_ids: Iterable[str] = (),
+        hashes: Iterable[str] = (),
+        key: ExtractorKey | None = None,
+    ) -> DeleteReport:
+        """Remove documents (by the ids they were stored under) and passages (by hash).
+
+        The links of ``document_ids`` are dropped; every passage that was linked to them and
+        is now linked to no other document id loses its stored triples, and so do the given
+        ``hashes`` (which also lose all their links). A passage another document id still
+        links is kept (``kept_shared``). With ``key``, only that extractor's rows go, and a
+        link goes only once no extractor's rows are left for its passage (so the other
+        extractors' triples stay deletable by document id). Ids and hashes that match
+        nothing are counted as not found, not raised. All of it is one transaction.
+        """
+        ids = _unique_strings(document_ids, "document id")
+        explicit = _unique_strings(hashes, "hash")
+        if not ids and not explicit:
+            return DeleteReport()
+        wanted, explicit_set = set(ids), set(explicit)
+        key_sql, key_params = key_filter(key, "AND")
+        with self._transaction(action="delete from") as conn:
+            linked: dict[str, set[str]] = {}  # hash -> the requested ids linked to it
+            for chunk in _chunks(ids):
+                for doc_id, digest in conn.execute(
+                    f"SELECT doc_id, text_sha256 FROM documents WHERE doc_id IN ({_marks(chunk)})",
+                    chunk,
+                ):
+                    linked.setdefault(digest, set()).add(doc_id)
+            found_ids = set().union(*linked.values()) if linked else set()
+            shared: set[str] = set()  # linked by a document id that is not being deleted
+            has_links: set[str] = set()  # of the explicit hashes
+            for chunk in _chunks(sorted(set(linked) | explicit_set)):
+                for doc_id, digest in conn.execute(
+                    "SELECT doc_id, text_sha256 FROM documents "
+                    f"WHERE text_sha256 IN ({_marks(chunk)})",
+                    chunk,
+                ):
+                    has_links.add(digest)
+                    if digest in linked and doc_id not in wanted:
+                        shared.add(digest)
+            drop = sorted((set(linked) - shared) | explicit_set)
+            stored: set[str] = set()
+            triples_deleted = passages_deleted = 0
+            for chunk in _chunks(drop):
+                marks, params = _marks(chunk), (*chunk, *key_params)
+                stored.update(
+                    d
+                    for (d,) in conn.execute(
+                        f"SELECT DISTINCT text_sha256 FROM passages WHERE text_sha256 IN ({marks}) "
+                        f"{key_sql}",
+                        params,
+                    )
+                )
+                triples_deleted += conn.execute(
+                    f"DELETE FROM triples WHERE text_sha256 IN ({marks}) {key_sql}", params
+                ).rowcount
+                passages_deleted += conn.execute(
+                    f"DELETE FROM passages WHERE text_sha256 IN ({marks}) {key_sql}", params
+                ).rowcount
+            touched = sorted(set(linked) | explicit_set)
+            unlink = set(touched)
+            if key is not None:
+                for chunk in _chunks(touched):
+                    unlink.difference_update(
+                        d
+                        for (d,) in conn.execute(
+                            "SELECT DISTINCT text_sha256 FROM passages "
+                            f"WHERE text_sha256 IN ({_marks(chunk)})",
+                            chunk,
+                        )
+                    )
+            links_removed = 0
+            for chunk in _chunks(sorted(unlink & explicit_set)):
+                links_removed += conn.execute(
+                    f"DELETE FROM documents WHERE text_sha256 IN ({_marks(chunk)})", chunk
+                ).rowcount
+            pairs = [
+                (doc_id, digest)
+                for digest, doc_ids in linked.items()
+                if digest in unlink and digest not in explicit_set
+                for doc_id in doc_ids
+            ]
+            if pairs:
+                links_removed += conn.executemany(
+                    "DELETE FROM documents WHERE doc_id = ? AND text_sha256 = ?", pairs
+                ).rowcount
+        return DeleteReport(
+            documents_found=len(found_ids),
+            documents_not_found=len(ids) - len(found_ids),
+            hashes_not_found=len(explicit_set - stored - has_links),
+            links_removed=links_removed,
+            passages_deleted=passages_deleted,
+            triples_deleted=triples_deleted,
+            kept_shared=len(shared - explicit_set),
+        )
 
     def contains(self, passages: Sequence[Passage], key: ExtractorKey) -> list[bool]:
         """Whether each passage is stored for this extractor (no triples are read)."""
@@ -554,11 +678,149 @@ class TripleStore:
     def stats(self) -> dict[str, dict[str, int]]:
         """Passages and triples stored per ``extractor@version``."""
         with self._transaction(write=False, action="count the triples of") as conn:
-            rows = conn.execute(
-                "SELECT extractor, version, COUNT(*), SUM(num_triples) FROM passages "
-                "GROUP BY extractor, version"
-            ).fetchall()
-        return {f"{e}@{v}": {"passages": n, "triples": int(t or 0)} for e, v, n, t in rows}
+            return _stats(conn)
+
+    def count(self, key: ExtractorKey | None = None) -> int:
+        """Passages stored for ``key``; without one, stored entries over all extractors (a
+        text stored by two extractors counts twice, as in :meth:`stats`)."""
+        where, params = key_filter(key, "WHERE")
+        with self._transaction(write=False, action="count the passages of") as conn:
+            return int(conn.execute(f"SELECT COUNT(*) FROM passages {where}", params).fetchone()[0])
+
+    def summary(self) -> StoreSummary:
+        """What the store holds (passages, triples, document ids, per extractor) and its size.
+
+        Read in one transaction, so the numbers agree with each other while a writer runs.
+        """
+        with self._transaction(write=False, action="count the triples of") as conn:
+            extractors = _stats(conn)
+            documents: int | None = None
+            if self.schema_version >= 2:
+                documents = int(
+                    conn.execute("SELECT COUNT(DISTINCT doc_id) FROM documents").fetchone()[0]
+                )
+        size = 0
+        if not self._memory:
+            for part in (self._file, Path(f"{self._file}-wal")):
+                with suppress(OSError):
+                    size += part.stat().st_size
+        return StoreSummary(
+            path=self.path,
+            schema=self.schema_version,
+            file_bytes=size,
+            passages=sum(v["passages"] for v in extractors.values()),
+            triples=sum(v["triples"] for v in extractors.values()),
+            documents=documents,
+            extractors=extractors,
+        )
+
+    # -- export and import ---------------------------------------------------------------
+
+    def export_jsonl(
+        self,
+        dest: str | os.PathLike[str] | TextIO,
+        *,
+        key: ExtractorKey | None = None,
+        show_progress: bool = False,
+    ) -> int:
+        """Write the store (or one extractor's part) as JSON lines; returns the entries written.
+
+        A header line ``{"neocorrag_triple_store_export": 1, "schema": 2}``, then one line
+        per stored (hash, extractor, version): ``{"text_sha256", "extractor", "version",
+        "triples": [[s, r, o], ...], "document_ids": [...]}``. Streamed from one read
+        transaction (a consistent snapshot, even while a writer runs): neither the store nor
+        the file is held in memory. A path is written to a temporary file first and renamed
+        over ``dest`` at the end, so a failed export never leaves a truncated file. Document
+        ids linked to a passage that has no stored triples have no line to go on and are
+        not exported. A read-only schema 1 store exports with empty ``document_ids``.
+        """
+        return store_jsonl.export_jsonl(self, dest, key=key, show_progress=show_progress)
+
+    def import_jsonl(
+        self,
+        src: str | os.PathLike[str] | TextIO,
+        *,
+        batch_size: int = 500,
+        show_progress: bool = False,
+    ) -> ImportReport:
+        """Add the entries of an :meth:`export_jsonl` file; returns what was imported.
+
+        Read line by line and written ``batch_size`` lines per transaction. The first writer
+        wins: an entry already stored is skipped (counted), but its document ids are still
+        linked. Triples are cleaned as :meth:`put_many` cleans them. A line that is not a
+        valid entry is skipped; one warning names the skipped line numbers. A file without
+        the export header raises :class:`~neocorrag_core.errors.InputError` before anything
+        is written.
+        """
+        return store_jsonl.import_jsonl(
+            self, src, batch_size=batch_size, show_progress=show_progress
+        )
+
+
+@dataclass(frozen=True)
+class DeleteReport:
+    """What :meth:`TripleStore.delete` removed, and what it did not find."""
+
+    documents_found: int = 0
+    """Requested document ids that were linked to a passage."""
+    documents_not_found: int = 0
+    hashes_not_found: int = 0
+    """Requested hashes with neither stored rows (for the key) nor links."""
+    links_removed: int = 0
+    passages_deleted: int = 0
+    """Stored entries removed: one per (hash, extractor, version)."""
+    triples_deleted: int = 0
+    kept_shared: int = 0
+    """Passages kept because a document id that was not deleted still links them."""
+
+
+@dataclass(frozen=True)
+class StoreSummary:
+    """What a store holds (:meth:`TripleStore.summary`)."""
+
+    path: str
+    schema: int
+    file_bytes: int
+    """The database file and its write-ahead log."""
+    passages: int
+    """Stored entries over all extractors (as :meth:`TripleStore.count` without a key)."""
+    triples: int
+    documents: int | None
+    """Distinct document ids; ``None`` for a read-only schema 1 store (it has none)."""
+    extractors: dict[str, dict[str, int]]
+    """``extractor@version`` -> ``{"passages": n, "triples": m}`` (:meth:`TripleStore.stats`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy."""
+        return asdict(self)
+
+
+def _stats(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
+    rows = conn.execute(
+        "SELECT extractor, version, COUNT(*), SUM(num_triples) FROM passages "
+        "GROUP BY extractor, version"
+    ).fetchall()
+    return {f"{e}@{v}": {"passages": n, "triples": int(t or 0)} for e, v, n, t in rows}
+
+
+def _unique_strings(values: Iterable[str], what: str) -> list[str]:
+    if isinstance(values, str):  # a lone id would be read as its characters
+        raise InputError(f"pass a list of {what}s, not one string ({values!r})")
+    out = list(dict.fromkeys(values))
+    for value in out:
+        if not isinstance(value, str) or not value:
+            raise InputError(f"a {what} must be a non-empty string, got {value!r}")
+    return out
+
+
+def _chunks(values: Sequence[str], size: int = 500) -> Iterator[list[str]]:
+    # SQLite limits bound parameters per statement; 500 keys per query stays well below.
+    for start in range(0, len(values), size):
+        yield list(values[start : start + size])
+
+
+def _marks(chunk: Sequence[str]) -> str:
+    return ",".join("?" * len(chunk))
 
 
 def _decide_read_only(file: Path) -> bool:
@@ -567,10 +829,6 @@ def _decide_read_only(file: Path) -> bool:
     if file.exists():
         return not (os.access(file, os.W_OK) and os.access(file.parent, os.W_OK))
     return False
-
-
-def _tables(conn: sqlite3.Connection) -> set[str]:
-    return {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -588,133 +846,3 @@ def _cannot_share_wal_index(exc: sqlite3.Error) -> bool:
     return code in ("SQLITE_READONLY_DIRECTORY", "SQLITE_CANTOPEN") or (
         "readonly" in text or "unable to open" in text
     )
-
-
-def _lock(fd: int, path: Path, *, wait: bool) -> bool:
-    """Take the exclusive flock on ``fd``; ``False`` if another holds it and ``wait`` is off."""
-    assert fcntl is not None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    except OSError as exc:  # e.g. a network file system without flock
-        logger.warning("cannot lock %s (%s): indexing without the indexer lock", path, exc)
-    return True
-
-
-def _read_pid(fd: int) -> int | None:
-    try:
-        return int(os.pread(fd, 32, 0).decode("ascii").strip())
-    except (OSError, ValueError):
-        return None  # the holder has not written it yet
-
-
-@dataclass
-class CacheStats:
-    """What a :class:`CachedTripleSource` did: passages served from the store or extracted."""
-
-    hits: int = 0
-    extracted: int = 0
-    triples_written: int = 0
-
-
-class CachedTripleSource:
-    """A ``TripleSource`` that reads the store first, extracts only what is missing, stores it.
-
-    Identical passages in one call are extracted once. ``stats`` counts hits and
-    extractions over the life of the source (the CLI and tests read it). Over a read-only
-    store (a shared, pre-built cache) the stored passages are read as usual and the missing
-    ones are extracted and returned but not stored, with one warning per source.
-    """
-
-    def __init__(
-        self,
-        store: TripleStore,
-        extractor: TripleExtractor,
-        *,
-        batch_size: int = 32,
-    ) -> None:
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
-        self.store = store
-        self.extractor = extractor
-        self.key = ExtractorKey.of(extractor)
-        self.batch_size = batch_size
-        self.stats = CacheStats()
-        self._lock = threading.Lock()
-        self._warned_read_only = False
-
-    def triples_for(self, passages: Sequence[Passage]) -> list[list[Triple]]:
-        """Stored triples per passage; missing passages are extracted and written back."""
-        passages = list(passages)
-        stored = self.store.get_many(passages, self.key)
-        missing: dict[str, list[int]] = {}
-        for i, found in enumerate(stored):
-            if found is None:
-                missing.setdefault(text_sha256(passages[i]), []).append(i)
-        result: list[list[Triple]] = [found or [] for found in stored]
-        with self._lock:
-            self.stats.hits += len(passages) - sum(len(v) for v in missing.values())
-        todo = [idxs[0] for idxs in missing.values()]
-        if todo and self.store.read_only:
-            self._extract_without_storing([passages[i] for i in todo], missing, passages, result)
-            return result
-        for start in range(0, len(todo), self.batch_size):
-            batch = [passages[i] for i in todo[start : start + self.batch_size]]
-            self.extract_and_store(batch)
-        if todo:
-            # Read back, so every passage gets exactly the stored (cleaned) form.
-            again = self.store.get_many(
-                [passages[i] for idxs in missing.values() for i in idxs], self.key
-            )
-            flat = [i for idxs in missing.values() for i in idxs]
-            for i, found in zip(flat, again, strict=True):
-                result[i] = found or []
-        return result
-
-    def _extract_without_storing(
-        self,
-        todo: list[Passage],
-        missing: dict[str, list[int]],
-        passages: list[Passage],
-        result: list[list[Triple]],
-    ) -> None:
-        # Reads must keep working on a shared read-only cache, so a miss is not an error:
-        # the passage is extracted and cleaned exactly as the store would have cleaned it.
-        with self._lock:
-            warn, self._warned_read_only = not self._warned_read_only, True
-        if warn:
-            logger.warning(
-                "%s is read-only: %d passage(s) missing from it are extracted now but not "
-                "stored, so later runs extract them again (index them into a writable store)",
-                self.store.path,
-                len(todo),
-            )
-        for start in range(0, len(todo), self.batch_size):
-            batch = todo[start : start + self.batch_size]
-            for passage, triples in zip(batch, self._extract(batch), strict=True):
-                for i in missing[text_sha256(passage)]:
-                    result[i] = clean_triples(triples, passages[i].id)
-            with self._lock:
-                self.stats.extracted += len(batch)
-
-    def _extract(self, batch: Sequence[Passage]) -> list[list[Triple]]:
-        extracted = self.extractor.extract(batch)
-        if len(extracted) != len(batch):
-            raise RuntimeError(
-                f"{type(self.extractor).__name__}.extract returned {len(extracted)} lists for "
-                f"{len(batch)} passages"
-            )
-        return [list(triples) for triples in extracted]
-
-    def extract_and_store(self, batch: Sequence[Passage]) -> int:
-        """Extract one batch and write it; returns the number of triples written.
-
-        Raises :class:`~neocorrag_core.errors.StoreError` if the store is read-only.
-        """
-        extracted = self._extract(batch)
-        written = self.store.put_many(list(zip(batch, extracted, strict=True)), self.key)
-        with self._lock:
-            self.stats.extracted += len(batch)
-            self.stats.triples_written += written
-        return written

@@ -67,6 +67,19 @@ def test_readme_snippet_runs_and_drops_the_unsupported_documents(heading):
 
 
 @pytest.mark.real_models
+def test_readme_raw_documents_snippet_mines_chains_from_spacy_triples(tmp_path, monkeypatch):
+    pytest.importorskip("spacy")
+    monkeypatch.setenv("NEOCORRAG_TRIPLE_STORE", str(tmp_path / "triples.sqlite"))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = readme_snippet("Documents without triples")
+        exec(compile(code, "README: Documents without triples", "exec"), {})
+    printed = out.getvalue()
+    assert "Evidence chains:" in printed and "Steve Jobs" in printed  # the second hop, kept
+    assert "Samsung" not in printed  # noise no chain supports, dropped
+
+
+@pytest.mark.real_models
 def test_readme_engine_snippet_keeps_the_second_hop_and_drops_noise():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

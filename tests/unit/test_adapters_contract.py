@@ -26,6 +26,7 @@ from neocorrag_core import (
     Passage,
     Triple,
 )
+from neocorrag_core.triples import DefaultTripleSource, MetadataTripleSource, TripleStore
 from neocorrag_integrations.langchain import NeocorRAGCompressor
 from neocorrag_integrations.llama_index import NeocorRAGPostprocessor
 
@@ -228,7 +229,7 @@ def test_empty_input_gives_empty_output(h):
 
 def test_documents_without_triples_pass_through_unchanged_and_say_so(h):
     docs = h.docs(triples=False)
-    out = h.run(make(h), docs, QUERY)
+    out = h.run(make(h, triple_source=MetadataTripleSource()), docs, QUERY)
     assert ids(h, out) == ids(h, docs)
     assert [h.text(d) for d in out] == [h.text(d) for d in docs]
     assert chain_docs(h, out) == []
@@ -237,6 +238,44 @@ def test_documents_without_triples_pass_through_unchanged_and_say_so(h):
         assert meta["neocorrag_fallback"] == "no_triples"
         assert meta["neocorrag_kept_reason"] == "passthrough"
         assert meta["neocorrag_retrieval_rank"] == rank
+
+
+def test_raw_documents_get_triples_from_spacy_by_default_and_from_the_store_after(
+    h, tmp_path, monkeypatch
+):
+    """The quick start on ordinary documents: no wiring, yet chains are mined (spaCy), and
+    the second call reads the triples back from the store instead of extracting again."""
+    pytest.importorskip("spacy")
+    monkeypatch.setenv("NEOCORRAG_TRIPLE_STORE", str(tmp_path / "t.sqlite"))
+    adapter = make(h)
+    docs = h.docs(triples=False)
+    out = h.run(adapter, docs, QUERY)
+    assert chain_docs(h, out), "no chains mined from raw documents"
+    assert all(h.metadata(d).get("neocorrag_fallback") is None for d in out)
+    source = adapter.miner.triple_source
+    assert isinstance(source, DefaultTripleSource)
+    assert source.stats.extracted == len(docs) and source.stats.hits == 0
+    again = h.run(make(h), docs, QUERY)  # a new adapter: only the store is shared
+    assert ids(h, again) == ids(h, out)
+    assert TripleStore(tmp_path / "t.sqlite").count() == len(docs)
+
+
+def test_without_spacy_raw_documents_pass_through_with_one_warning_naming_the_extra(
+    h, tmp_path, monkeypatch, caplog
+):
+    import neocorrag_core.triples.default as default_module
+
+    monkeypatch.setattr(default_module, "spacy_available", lambda: False)
+    monkeypatch.setenv("NEOCORRAG_TRIPLE_STORE", str(tmp_path / "t.sqlite"))
+    adapter = make(h)
+    docs = h.docs(triples=False)
+    with caplog.at_level("WARNING", logger="neocorrag_core.triples.default"):
+        out = h.run(adapter, docs, QUERY)
+        h.run(adapter, docs, QUERY)
+    assert ids(h, out) == ids(h, docs)
+    assert {h.metadata(d)["neocorrag_fallback"] for d in out} == {"no_triples"}
+    warnings = [r for r in caplog.records if "neocorrag[spacy]" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
 
 
 class LookupExtractor:

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 import neocorrag_core.cli as cli
+import neocorrag_core.cli_index as cli_index
+import neocorrag_core.triples.indexer_lock as lock_module
 import neocorrag_core.triples.store as store_module
 from neocorrag_core import __version__
 from neocorrag_core.errors import InputError, NeocorragError
@@ -44,7 +46,7 @@ class CountingExtractor:
 @pytest.fixture
 def fake_extractor(monkeypatch: pytest.MonkeyPatch) -> type[CountingExtractor]:
     monkeypatch.setattr(CountingExtractor, "seen", [], raising=False)
-    monkeypatch.setattr(cli, "_make_extractor", CountingExtractor)
+    monkeypatch.setattr(cli_index, "_make_extractor", CountingExtractor)
     return CountingExtractor
 
 
@@ -237,7 +239,7 @@ def test_a_second_indexer_waits_then_extracts_nothing_twice(
     corpus, store = corpus_file(tmp_path), tmp_path / "store.sqlite"
     TripleStore(store).close()
     second_waits = threading.Event()
-    real_lock = store_module._lock
+    real_lock = lock_module._lock
 
     def lock(fd: int, path: Path, *, wait: bool) -> bool:
         if wait:  # only a run that found the lock taken blocks
@@ -248,7 +250,7 @@ def test_a_second_indexer_waits_then_extracts_nothing_twice(
         # The run holding the lock goes on only once the other waits for it: a true overlap.
         assert second_waits.wait(10), "the second run never waited"
 
-    monkeypatch.setattr(store_module, "_lock", lock)
+    monkeypatch.setattr(lock_module, "_lock", lock)
     monkeypatch.setattr(
         fake_extractor, "on_extract", staticmethod(first_batch_waits_for_the_second_run)
     )

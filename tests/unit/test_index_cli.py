@@ -87,3 +87,17 @@ def test_index_reports_bad_input_without_a_traceback(tmp_path: Path, capsys) -> 
     assert main(["index", str(tmp_path / "missing.json"), "-q"]) == 2
     with pytest.raises(SystemExit):
         main(["index", str(bad), "--batch-size", "0"])
+
+
+def test_index_streams_json_lines_and_reports_duplicates(tmp_path: Path, capsys) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in CORPUS + CORPUS[:2]))
+    store = tmp_path / "store.sqlite"
+    args = ["index", str(corpus), "--store", str(store), "-q", "--engine", "local"]
+    assert main([*args, "--chunk-size", "3", "--batch-size", "2"]) == 0
+    captured = capsys.readouterr()
+    assert "passages total 4 | already stored 0 | extracted now 4" in captured.out
+    assert "passages format, streamed line by line" in captured.err
+    assert "4 unique passages read, 2 duplicates dropped" in captured.err
+    (stats,) = TripleStore(store).stats().values()
+    assert stats["passages"] == 4

@@ -1,0 +1,76 @@
+"""The evidence-state controller (BeliefRAG): decide per question whether to search again,
+fix the evidence, answer, or abstain.
+
+One module per concept: ``types`` (the values passed around), ``config`` (thresholds,
+caps, ablation switches), ``workspace`` (the only place evidence changes), ``state`` (the
+belief update), ``calibrator`` (answerability), ``rules`` (the ordered controller rules),
+``components`` (what the controller asks of models), ``controller`` (the episode loop,
+sync and async); the model-backed components: ``verifier``, ``answer``, ``writer``,
+``relevance``, built together by ``defaults``.
+"""
+
+from .answer import LMAnswerGenerator
+from .calibrator import (
+    AnswerabilityCalibrator,
+    brier_score,
+    expected_calibration_error,
+    reliability_bins,
+)
+from .components import (
+    AnswerGenerator,
+    DraftAnswer,
+    QueryWriter,
+    RelevanceScorer,
+    Usage,
+    Verifier,
+    VerifierReply,
+)
+from .config import BeliefConfig
+from .controller import BeliefController
+from .defaults import BeliefComponents, default_components
+from .relevance import EmbeddingRelevance
+from .rules import Budget, decide, retrieval_value
+from .state import PRIOR_COEFFICIENTS, implied_belief, update_belief
+from .types import Action, Belief, BeliefResult, Decision, Diagnostics, Mutation, Step
+from .verifier import LMVerifier, PromptBudget, VerifierStats
+from .workspace import Added, EvidenceWorkspace
+from .writer import LMQueryWriter
+
+__all__ = [
+    "PRIOR_COEFFICIENTS",
+    "Action",
+    "Added",
+    "AnswerGenerator",
+    "AnswerabilityCalibrator",
+    "Belief",
+    "BeliefComponents",
+    "BeliefConfig",
+    "BeliefController",
+    "BeliefResult",
+    "Budget",
+    "Decision",
+    "Diagnostics",
+    "DraftAnswer",
+    "EmbeddingRelevance",
+    "EvidenceWorkspace",
+    "LMAnswerGenerator",
+    "LMQueryWriter",
+    "LMVerifier",
+    "Mutation",
+    "PromptBudget",
+    "QueryWriter",
+    "RelevanceScorer",
+    "Step",
+    "Usage",
+    "Verifier",
+    "VerifierReply",
+    "VerifierStats",
+    "brier_score",
+    "decide",
+    "default_components",
+    "expected_calibration_error",
+    "implied_belief",
+    "reliability_bins",
+    "retrieval_value",
+    "update_belief",
+]

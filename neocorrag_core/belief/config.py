@@ -1,0 +1,98 @@
+"""Settings of the evidence-state controller: the paper's thresholds, our caps and priors."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from neocorrag_core.errors import ConfigError
+from neocorrag_core.validation import check_bool, check_int, check_number
+
+
+@dataclass(frozen=True)
+class BeliefConfig:
+    """Thresholds, caps and the belief update's blend; defaults are BeliefRAG's (appendix A.4).
+
+    Thresholds
+        answer_threshold: ANSWER once the calibrated answerability reaches it (paper: 0.50).
+        conflict_threshold: evidence whose conflict belief reaches it is corrected (0.50).
+        reliability_threshold: evidence whose reliability belief falls below it is
+            corrected (0.30).
+        min_retrieval_value: RETRIEVE only while the estimated value of another search
+            reaches it (0.10).
+        low_novelty: a search whose share of new passages is below it is followed by a
+            REWRITE instead of another RETRIEVE with the same query style (0.20).
+        abstain_below: when the controller runs out of useful actions it ABSTAINs if the
+            answerability is below this, else it STOPs with a best-effort answer. The
+            paper does not give this value; 0.20 is our prior.
+
+    Caps (every episode ends with a typed action when one is hit)
+        k: passages asked of each search.
+        max_rounds: searches per question (RETRIEVE, REWRITE and correction searches).
+        max_tokens: model-facing tokens per question (contexts each time they are sent,
+            verifier, writer and answer calls); a step that would overrun it is not taken.
+        max_evidence: passages the workspace keeps (the best-ranked, in retrieval order);
+            more are not shown to any model.
+        max_corrections: VERIFY actions per question.
+
+    Belief update
+        blend: weight of the previous belief in the logit-space blend with the belief the
+            new diagnostics imply (0: forget the past; the paper gives no value).
+        correct_problems: ``False`` is the ablation without correction (no VERIFY).
+        replace_dropped: ``False`` is the prune-only ablation: VERIFY drops without
+            searching for replacements.
+        live_answerability: ``False`` is the frozen-answerability ablation: the first
+            step's answerability is reused for the whole episode.
+    """
+
+    answer_threshold: float = 0.50
+    conflict_threshold: float = 0.50
+    reliability_threshold: float = 0.30
+    min_retrieval_value: float = 0.10
+    low_novelty: float = 0.20
+    abstain_below: float = 0.20
+    k: int = 5
+    max_rounds: int = 4
+    max_tokens: int = 12000
+    max_evidence: int = 8
+    max_corrections: int = 2
+    blend: float = 0.3
+    correct_problems: bool = True
+    replace_dropped: bool = True
+    live_answerability: bool = True
+
+    def __post_init__(self) -> None:
+        owner = "BeliefConfig"
+        for name in (
+            "answer_threshold",
+            "conflict_threshold",
+            "reliability_threshold",
+            "min_retrieval_value",
+            "low_novelty",
+            "abstain_below",
+            "blend",
+        ):
+            check_number(owner, name, getattr(self, name), low=0.0, high=1.0)
+        for name in ("k", "max_rounds", "max_tokens", "max_evidence"):
+            check_int(owner, name, getattr(self, name), minimum=1)
+        check_int(owner, "max_corrections", self.max_corrections, minimum=0)
+        for name in ("correct_problems", "replace_dropped", "live_answerability"):
+            check_bool(owner, name, getattr(self, name))
+
+    def with_overrides(self, **overrides: Any) -> BeliefConfig:
+        """A copy with some fields changed; unknown names raise :class:`ConfigError`."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown BeliefConfig field(s): {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        return replace(self, **overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every field (for reports and run metadata)."""
+        return asdict(self)
+
+
+__all__ = ["BeliefConfig"]

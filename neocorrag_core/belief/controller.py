@@ -1,0 +1,354 @@
+"""``BeliefController``: one question's episode of measure -> believe -> decide -> act.
+
+The episode is written once, as a generator that *yields* the searches it needs and
+receives their results (like EviReform's loop); :meth:`BeliefController.run` drives it
+with a sync search and :meth:`BeliefController.arun` with an async one, running the
+model calls in a worker thread. Each call keeps its own workspace and state, so a
+failing search or model leaves nothing half-updated behind, and every episode ends with
+a typed action (ANSWER, STOP or ABSTAIN), never by running out of loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from neocorrag_core.errors import ConfigError, InputError
+from neocorrag_core.models import LazyModels
+from neocorrag_core.search_calls import AsyncSearchFn, SearchFn, acall_search, call_search
+
+from .calibrator import AnswerabilityCalibrator
+from .components import AnswerGenerator, DraftAnswer, QueryWriter, RelevanceScorer, Usage, Verifier
+from .config import BeliefConfig
+from .rules import Budget, decide, retrieval_value
+from .state import update_belief
+from .types import Action, Belief, BeliefResult, Decision, Diagnostics, Step
+from .workspace import EvidenceWorkspace
+
+T = TypeVar("T")
+_Request = tuple[str, int]
+_Episode = Generator[_Request, list[Any], BeliefResult]
+
+
+@dataclass
+class _Tally:
+    """Tokens spent so far in one episode."""
+
+    prompt: int = 0
+    generated: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.generated
+
+
+@dataclass
+class _State:
+    """One episode's bookkeeping (never shared between calls)."""
+
+    workspace: EvidenceWorkspace
+    tally: _Tally = field(default_factory=_Tally)
+    steps: list[Step] = field(default_factory=list)
+    asked: list[str] = field(default_factory=list)
+    belief: Belief | None = None
+    diagnostics: Diagnostics = field(default_factory=lambda: _before_any_search())
+    draft: DraftAnswer = field(default_factory=lambda: DraftAnswer(""))
+    frozen: float | None = None
+    rounds: int = 0
+    corrections: int = 0
+    pending: int = 0
+    searched: bool = False
+    rewrote_last: bool = False
+    novelty: float = 1.0
+    measure_cost_per_passage: float = 0.0
+    writer_cost: int = 0
+
+    def call(self, outcome: tuple[T, Usage]) -> T:
+        """Count one model call's tokens and hand back its value."""
+        value, usage = outcome
+        self.tally.prompt += int(usage.prompt_tokens)
+        self.tally.generated += int(usage.generated_tokens)
+        return value
+
+    def search_cost(self, k: int) -> int:
+        """Tokens one more search round is expected to cost: writing its query, then
+        measuring the larger workspace. The measurement cost is assumed proportional to
+        the passages shown, which over-estimates (prompts have a fixed part too), so the
+        token cap is kept rather than overrun."""
+        shown = min(len(self.workspace) + k, self.workspace.capacity)
+        return int(self.writer_cost + self.measure_cost_per_passage * shown + 0.5)
+
+
+class BeliefController:
+    """Decides per question whether to search again, fix the evidence, answer or abstain.
+
+    Args:
+        verifier: one structured judgment of the evidence per step.
+        generator: writes the (draft and final) answer from the evidence.
+        writer: writes the evidence-aware next query (or says SUFFICIENT) and rewordings.
+        relevance: the local relevance scorer.
+        calibrator: the answerability model (default: the coefficient file shipped).
+        config: thresholds, caps and ablation switches (BeliefRAG's defaults).
+    """
+
+    def __init__(
+        self,
+        *,
+        verifier: Verifier,
+        generator: AnswerGenerator,
+        writer: QueryWriter,
+        relevance: RelevanceScorer,
+        calibrator: AnswerabilityCalibrator | None = None,
+        config: BeliefConfig | None = None,
+    ) -> None:
+        for name, value, proto in (
+            ("verifier", verifier, Verifier),
+            ("generator", generator, AnswerGenerator),
+            ("writer", writer, QueryWriter),
+            ("relevance", relevance, RelevanceScorer),
+        ):
+            if not isinstance(value, proto):
+                raise ConfigError(
+                    f"BeliefController: {name} must implement {proto.__name__}, got "
+                    f"{type(value).__name__}"
+                )
+        self.verifier = verifier
+        self.generator = generator
+        self.writer = writer
+        self.relevance = relevance
+        self.calibrator = calibrator or AnswerabilityCalibrator.load()
+        self.config = config or BeliefConfig()
+
+    @classmethod
+    def from_models(
+        cls,
+        lm: Any = None,
+        embedder: Any = None,
+        *,
+        models: LazyModels | None = None,
+        calibrator: AnswerabilityCalibrator | None = None,
+        config: BeliefConfig | None = None,
+        **options: Any,
+    ) -> BeliefController:
+        """A controller whose four components run on one LM and one embedder.
+
+        ``lm``: a local LM spec (``None`` = the bundled default), a LangChain chat model or
+        a LlamaIndex LLM; ``embedder``: for relevance (``None`` = the bundled default);
+        ``models``: a :class:`~neocorrag_core.models.LazyModels` to share with another
+        engine. ``options`` go to :func:`~neocorrag_core.belief.defaults.default_components`
+        (``budget``, ``triple_source``, ``show_progress``). Nothing loads until the first
+        episode needs it.
+        """
+        from .defaults import default_components
+
+        parts = default_components(lm, embedder, models=models, config=config, **options)
+        return cls(**parts.as_kwargs(), calibrator=calibrator, config=config)
+
+    # ------------------------------------------------------------------ drivers
+
+    def run(self, question: str, search: SearchFn, **overrides: Any) -> BeliefResult:
+        """One episode for ``question``; ``search(query, k)`` returns passages, best first.
+
+        Keyword overrides change :class:`BeliefConfig` fields for this call only.
+        """
+        started = time.perf_counter()
+        episode = self._episode(question, self._config(overrides))
+        step = _advance(episode, None)
+        while not isinstance(step, BeliefResult):
+            query, k = step
+            step = _advance(episode, call_search(search, query, k))
+        step.timings["total"] = time.perf_counter() - started
+        return step
+
+    async def arun(self, question: str, search: AsyncSearchFn, **overrides: Any) -> BeliefResult:
+        """Async :meth:`run`: the searches are awaited, model calls run in a worker thread."""
+        started = time.perf_counter()
+        episode = self._episode(question, self._config(overrides))
+        step = await asyncio.to_thread(_advance, episode, None)
+        while not isinstance(step, BeliefResult):
+            query, k = step
+            results = await acall_search(search, query, k)
+            step = await asyncio.to_thread(_advance, episode, results)
+        step.timings["total"] = time.perf_counter() - started
+        return step
+
+    def _config(self, overrides: dict[str, Any]) -> BeliefConfig:
+        return self.config.with_overrides(**overrides) if overrides else self.config
+
+    # ------------------------------------------------------------------ the episode
+
+    def _episode(self, question: str, config: BeliefConfig) -> _Episode:
+        if not isinstance(question, str) or not question.strip():
+            raise InputError("question must be a non-empty string")
+        st = _State(EvidenceWorkspace(config.max_evidence))
+        while True:
+            index = len(st.steps)
+            began, before = time.perf_counter(), (st.tally.prompt, st.tally.generated)
+            search_cost = st.search_cost(config.k)
+            can_search = (
+                st.rounds < config.max_rounds and st.tally.total + search_cost <= config.max_tokens
+            )
+            # A correction in progress decides the next step by itself (rule 1): no need to
+            # pay for measuring the evidence it is about to change.
+            forced = st.pending > 0 and config.replace_dropped and can_search
+            if st.searched and not forced:
+                self._measure(question, st, config)
+                search_cost = st.search_cost(config.k)
+            answerability = self.calibrator.predict(st.diagnostics) if st.searched else 0.0
+            if st.searched and not config.live_answerability:
+                st.frozen = answerability if st.frozen is None else st.frozen
+                answerability = st.frozen
+            current = st.belief or Belief()
+            budget = Budget(
+                rounds_used=st.rounds,
+                tokens_used=st.tally.total,
+                corrections_used=st.corrections,
+                pending_correction=st.pending,
+                searched=st.searched,
+                rewrote_last=st.rewrote_last,
+            )
+            measured = st.diagnostics
+            decision = decide(
+                current, measured, answerability, budget, config, search_cost=search_cost
+            )
+            if index >= _step_cap(config) and not decision.action.terminal:
+                # Unreachable by the rules (each non-terminal step spends a capped round or
+                # correction); kept so that no episode can ever loop.
+                decision = Decision(Action.STOP, "step cap reached; best-effort answer")
+            st.rewrote_last = False
+            retrieved: tuple[str, ...] = ()
+            if decision.action is Action.VERIFY:
+                gone = st.workspace.drop(measured.drop_ids, step=index, reason=decision.reason)
+                st.corrections += 1
+                st.pending = len(gone) if config.replace_dropped else 0
+            elif decision.action in (Action.RETRIEVE, Action.REWRITE):
+                query, decision = self._query(question, decision, st)
+                if query is not None:
+                    results = yield (query, config.k)
+                    added = st.workspace.add(
+                        results, step=index, reason=f"{decision.action.value}: {query}"
+                    )
+                    retrieved = tuple(p.id for p in results)
+                    st.novelty = added.novelty
+                    st.asked.append(query)
+                    st.rounds += 1
+                    st.pending = 0
+                    st.searched = True
+                    st.rewrote_last = decision.action is Action.REWRITE
+            st.steps.append(
+                Step(
+                    index=index,
+                    diagnostics=measured,
+                    belief=current,
+                    answerability=answerability,
+                    retrieval_value=retrieval_value(current, answerability),
+                    decision=decision,
+                    evidence_ids=st.workspace.ids,
+                    retrieved_ids=retrieved,
+                    seconds=time.perf_counter() - began,
+                    prompt_tokens=st.tally.prompt - before[0],
+                    generated_tokens=st.tally.generated - before[1],
+                )
+            )
+            if decision.action.terminal:
+                return self._result(question, decision, st)
+
+    def _query(self, question: str, decision: Decision, st: _State) -> tuple[str | None, Decision]:
+        """The query a search step uses; the writer saying SUFFICIENT turns it into ANSWER."""
+        if not st.asked:
+            return question, Decision(decision.action, decision.reason, question)
+        before = st.tally.total
+        if decision.action is Action.REWRITE:
+            text = st.call(self.writer.rewrite(question, st.asked[-1], st.asked))
+        else:
+            # Replacements after a correction target the missing fact as well: a blind
+            # rewording of the last query tends to find the dropped passage's neighbours.
+            written = st.call(
+                self.writer.next_query(
+                    question, st.workspace.passages, st.diagnostics.missing_fact, st.asked
+                )
+            )
+            if written is None and not st.pending:
+                reason = f"{decision.reason}; the query writer judged the evidence sufficient"
+                return None, Decision(Action.ANSWER, reason)
+            text = written or ""
+        if not text.strip() or text in st.asked:
+            text = st.call(self.writer.rewrite(question, st.asked[-1], st.asked))
+        st.writer_cost = st.tally.total - before
+        return text, Decision(decision.action, decision.reason, text)
+
+    def _measure(self, question: str, st: _State, config: BeliefConfig) -> None:
+        """Local diagnostics, a draft answer and one verifier call on the current evidence;
+        then the belief update."""
+        before = st.tally.total
+        passages = st.workspace.passages
+        draft = st.call(self.generator.answer(question, passages))
+        reply = st.call(self.verifier.verify(question, passages, draft.text))
+        present = set(st.workspace.ids)
+        relevance = self.relevance.relevance(question, passages) if passages else 0.0
+        st.draft = draft
+        st.diagnostics = Diagnostics(
+            relevance=_unit(relevance),
+            novelty=st.novelty,
+            cost=_unit(st.tally.total / config.max_tokens),
+            support=_unit(reply.support),
+            conflict=_unit(reply.conflict),
+            uncertainty=_unit(reply.uncertainty),
+            gap=_unit(reply.gap),
+            missing_fact=reply.missing_fact,
+            drop_ids=tuple(pid for pid in dict.fromkeys(reply.drop_ids) if pid in present),
+            answer_confidence=None if draft.confidence is None else _unit(draft.confidence),
+        )
+        st.belief = update_belief(st.belief, st.diagnostics, blend=config.blend)
+        st.measure_cost_per_passage = (st.tally.total - before) / max(1, len(passages))
+
+    def _result(self, question: str, decision: Decision, st: _State) -> BeliefResult:
+        abstained = decision.action is Action.ABSTAIN
+        answer = None if abstained else (st.draft.text.strip() or None)
+        return BeliefResult(
+            question=question,
+            answer=answer,
+            abstained=answer is None,
+            final_action=decision.action,
+            evidence=st.workspace.passages,
+            steps=st.steps,
+            mutations=st.workspace.log,
+            retrieval_rounds=st.rounds,
+            notes=st.tally.notes,
+            prompt_tokens=st.tally.prompt,
+            generated_tokens=st.tally.generated,
+        )
+
+
+def _before_any_search() -> Diagnostics:
+    return Diagnostics(
+        relevance=0.0, novelty=1.0, cost=0.0, support=0.0, conflict=0.0, uncertainty=1.0, gap=1.0
+    )
+
+
+def _step_cap(config: BeliefConfig) -> int:
+    return config.max_rounds + config.max_corrections + 2
+
+
+def _unit(value: float) -> float:
+    number = float(value)
+    if number != number:  # NaN from a broken scorer: treat as no information
+        return 0.5
+    return min(max(number, 0.0), 1.0)
+
+
+def _advance(episode: _Episode, results: list[Any] | None) -> _Request | BeliefResult:
+    """The episode's next search request, or its result (StopIteration cannot cross into
+    an asyncio future, hence the conversion)."""
+    try:
+        return next(episode) if results is None else episode.send(results)
+    except StopIteration as done:
+        result: BeliefResult = done.value
+        return result
+
+
+__all__ = ["BeliefController"]

@@ -1,0 +1,90 @@
+"""The controller's four model-backed components, built together on shared models.
+
+:func:`default_components` builds the verifier, the answer generator, the query writer and
+the relevance scorer on one :class:`~neocorrag_core.models.LazyModels`, so the LM and the
+embedder load once, on first use, and can be shared with the miner or the reformulator
+(``models=miner.models``). A framework LLM (LangChain chat model, LlamaIndex LLM) serves
+the three LM components; relevance always runs on the local embedder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from neocorrag_core.models import LazyModels
+from neocorrag_core.structured import framework_kind
+from neocorrag_core.triples import TripleSource
+
+from .answer import LMAnswerGenerator
+from .components import AnswerGenerator, QueryWriter, RelevanceScorer, Verifier
+from .config import BeliefConfig
+from .relevance import EmbeddingRelevance
+from .verifier import LMVerifier, PromptBudget
+from .writer import LMQueryWriter
+
+
+@dataclass(frozen=True)
+class BeliefComponents:
+    """The four components :class:`~neocorrag_core.belief.BeliefController` takes."""
+
+    verifier: Verifier
+    generator: AnswerGenerator
+    writer: QueryWriter
+    relevance: RelevanceScorer
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The components as the controller's keyword arguments."""
+        return {
+            "verifier": self.verifier,
+            "generator": self.generator,
+            "writer": self.writer,
+            "relevance": self.relevance,
+        }
+
+
+def default_components(
+    lm: Any = None,
+    embedder: Any = None,
+    *,
+    models: LazyModels | None = None,
+    config: BeliefConfig | None = None,
+    budget: PromptBudget | None = None,
+    triple_source: TripleSource | None = None,
+    show_progress: bool = False,
+) -> BeliefComponents:
+    """Verifier, answer generator, query writer and relevance scorer on shared models.
+
+    Args:
+        lm: a local LM spec for :func:`~neocorrag_core.models.resolve_lm` (``None`` = the
+            bundled default), a LangChain chat model, or a LlamaIndex LLM.
+        embedder: anything :func:`~neocorrag_core.models.resolve_embedder` accepts
+            (``None`` = the bundled default), for relevance.
+        models: share the lazily loaded models of another engine; its LM serves the LM
+            components unless ``lm`` is a framework LLM, and its embedder serves relevance
+            (``embedder`` and a local ``lm`` are then ignored).
+        config: the controller's settings; the prompts show at most ``config.max_evidence``
+            passages (the workspace's capacity) unless ``budget`` says otherwise.
+        budget: passages shown and token budgets of every prompt.
+        triple_source: where the writer finds the passages' triples for bridge entities
+            (default: passage metadata).
+        show_progress: progress bars while the models load the first time.
+
+    Nothing is loaded here: each model loads on the first call that needs it.
+    """
+    framework = lm if framework_kind(lm) is not None else None
+    if models is None:
+        models = LazyModels(
+            embedder=embedder, lm=None if framework else lm, show_progress=show_progress
+        )
+    if budget is None:
+        budget = PromptBudget(max_passages=(config or BeliefConfig()).max_evidence)
+    return BeliefComponents(
+        verifier=LMVerifier(framework, models=models, budget=budget),
+        generator=LMAnswerGenerator(framework, models=models, budget=budget),
+        writer=LMQueryWriter(framework, models=models, budget=budget, triple_source=triple_source),
+        relevance=EmbeddingRelevance(models=models),
+    )
+
+
+__all__ = ["BeliefComponents", "default_components"]

@@ -1,0 +1,128 @@
+"""The controller's ordered rules (BeliefRAG, appendix A.4), as one pure function.
+
+In order: finish a pending correction; correct problematic evidence (VERIFY); ANSWER when
+the calibrated answerability reaches its threshold; RETRIEVE while another search is worth
+its cost and the budget allows; REWRITE after a search that brought little new; else STOP
+with a best-effort answer, or ABSTAIN when even that is unlikely to be right. Every
+decision carries its reason in words, for the trajectory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import BeliefConfig
+from .types import Action, Belief, Decision, Diagnostics
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the episode has left when a decision is taken."""
+
+    rounds_used: int
+    tokens_used: int
+    corrections_used: int
+    pending_correction: int = 0
+    """Passages dropped by the last VERIFY that were not replaced yet."""
+    searched: bool = False
+    """Whether any search has run (the first decision of an episode is always a search)."""
+    rewrote_last: bool = False
+    """Whether the last action was a REWRITE (never two in a row)."""
+
+    def can_search(self, config: BeliefConfig, search_cost: int) -> bool:
+        """A search round and the tokens to read its results are both left."""
+        return (
+            self.rounds_used < config.max_rounds
+            and self.tokens_used + search_cost <= config.max_tokens
+        )
+
+
+def retrieval_value(belief: Belief, answerability: float) -> float:
+    """The estimated value of one more search: a gap must be believed, the answer must be
+    in doubt, and budget must remain (``gap * (1 - answerability) * (1 - cost)``).
+
+    BeliefRAG fits a retrieval-value model per backbone; this product is our unfitted
+    prior with the same inputs, so its threshold (0.10) keeps the paper's meaning only
+    roughly. Documented as such.
+    """
+    return belief.gap * (1.0 - answerability) * (1.0 - belief.cost)
+
+
+def decide(
+    belief: Belief,
+    diagnostics: Diagnostics,
+    answerability: float,
+    budget: Budget,
+    config: BeliefConfig,
+    *,
+    search_cost: int,
+) -> Decision:
+    """The next action; ``search_cost`` is the tokens a search round is expected to add."""
+    can_search = budget.can_search(config, search_cost)
+    if not budget.searched:
+        if can_search:
+            return Decision(Action.RETRIEVE, "first retrieval for the question")
+        return Decision(Action.ABSTAIN, "no budget for even one retrieval")
+
+    if budget.pending_correction and config.replace_dropped and can_search:
+        return Decision(
+            Action.RETRIEVE,
+            f"finish the correction: retrieve replacements for {budget.pending_correction} "
+            "dropped passage(s)",
+        )
+
+    problem = _problem(belief, config)
+    if (
+        problem
+        and config.correct_problems
+        and diagnostics.drop_ids
+        and budget.corrections_used < config.max_corrections
+    ):
+        flagged = ", ".join(diagnostics.drop_ids)
+        return Decision(Action.VERIFY, f"{problem}; drop the flagged passage(s) {flagged}")
+
+    if answerability >= config.answer_threshold:
+        return Decision(
+            Action.ANSWER,
+            f"answerability {answerability:.2f} >= {config.answer_threshold:.2f}",
+        )
+
+    value = retrieval_value(belief, answerability)
+    if not can_search:
+        return _end(answerability, config, "budget or round cap reached")
+    if value >= config.min_retrieval_value:
+        gap = f": {diagnostics.missing_fact}" if diagnostics.missing_fact else ""
+        return Decision(
+            Action.RETRIEVE,
+            f"retrieval value {value:.2f} >= {config.min_retrieval_value:.2f} (gap "
+            f"{belief.gap:.2f}{gap})",
+        )
+    if diagnostics.novelty < config.low_novelty and not budget.rewrote_last:
+        return Decision(
+            Action.REWRITE,
+            f"retrieval value {value:.2f} is low and the last search brought little new "
+            f"(novelty {diagnostics.novelty:.2f} < {config.low_novelty:.2f}); reword the query",
+        )
+    return _end(
+        answerability, config, f"retrieval value {value:.2f} < {config.min_retrieval_value:.2f}"
+    )
+
+
+def _problem(belief: Belief, config: BeliefConfig) -> str:
+    if belief.conflict >= config.conflict_threshold:
+        return f"conflict {belief.conflict:.2f} >= {config.conflict_threshold:.2f}"
+    if belief.reliability < config.reliability_threshold:
+        return f"reliability {belief.reliability:.2f} < {config.reliability_threshold:.2f}"
+    return ""
+
+
+def _end(answerability: float, config: BeliefConfig, why: str) -> Decision:
+    if answerability < config.abstain_below:
+        return Decision(
+            Action.ABSTAIN,
+            f"{why}; answerability {answerability:.2f} < {config.abstain_below:.2f}: abstain",
+        )
+    return Decision(Action.STOP, f"{why}; best-effort answer (answerability {answerability:.2f})")
+
+
+__all__ = ["Budget", "decide", "retrieval_value"]

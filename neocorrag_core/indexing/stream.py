@@ -1,0 +1,35 @@
+"""Cutting a stream of passages into bounded chunks and batches.
+
+The driver holds one chunk in memory at a time (what it checks against the store and
+hands to an engine); a chunk is cut into batches (one extraction call and one store
+transaction each). Neither needs the corpus's length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from typing import TypeVar
+
+T = TypeVar("T")
+
+DEFAULT_CHUNK_SIZE = 4096
+"""Passages read and dispatched at a time by the local and process engines."""
+DEFAULT_RAY_CHUNK_SIZE = 50_000
+"""Ray starts its actors (each loads the model) once per chunk: larger chunks amortise that."""
+
+
+def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Consecutive lists of ``size`` items (the last may be shorter), read lazily."""
+    if size < 1:
+        raise ValueError("chunk size must be at least 1")
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
+
+
+def batched(items: Sequence[T], size: int) -> list[list[T]]:
+    """``items`` cut into lists of ``size`` (the last may be shorter)."""
+    if size < 1:
+        raise ValueError("batch size must be at least 1")
+    return [list(items[start : start + size]) for start in range(0, len(items), size)]

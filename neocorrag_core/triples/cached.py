@@ -1,0 +1,135 @@
+"""``CachedTripleSource``: a triple source that reads the store first and extracts the rest.
+
+What ``neocorrag index`` and the default triple source run on: passages already in a
+:class:`~neocorrag_core.triples.store.TripleStore` are read, the missing ones are extracted
+once (per content hash) and written back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from neocorrag_core.triples.extractor import TripleExtractor, clean_triples
+from neocorrag_core.triples.keys import ExtractorKey, text_sha256
+from neocorrag_core.types import Passage, Triple
+
+if TYPE_CHECKING:
+    from neocorrag_core.triples.store import TripleStore
+
+# Records go to the store's logger: the name users configure for everything the store does.
+logger = logging.getLogger("neocorrag_core.triples.store")
+
+
+@dataclass
+class CacheStats:
+    """What a :class:`CachedTripleSource` did: passages served from the store or extracted."""
+
+    hits: int = 0
+    extracted: int = 0
+    triples_written: int = 0
+
+
+class CachedTripleSource:
+    """A ``TripleSource`` that reads the store first, extracts only what is missing, stores it.
+
+    Identical passages in one call are extracted once. ``stats`` counts hits and
+    extractions over the life of the source (the CLI and tests read it). Over a read-only
+    store (a shared, pre-built cache) the stored passages are read as usual and the missing
+    ones are extracted and returned but not stored, with one warning per source.
+    """
+
+    def __init__(
+        self,
+        store: TripleStore,
+        extractor: TripleExtractor,
+        *,
+        batch_size: int = 32,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self.store = store
+        self.extractor = extractor
+        self.key = ExtractorKey.of(extractor)
+        self.batch_size = batch_size
+        self.stats = CacheStats()
+        self._lock = threading.Lock()
+        self._warned_read_only = False
+
+    def triples_for(self, passages: Sequence[Passage]) -> list[list[Triple]]:
+        """Stored triples per passage; missing passages are extracted and written back."""
+        passages = list(passages)
+        stored = self.store.get_many(passages, self.key)
+        missing: dict[str, list[int]] = {}
+        for i, found in enumerate(stored):
+            if found is None:
+                missing.setdefault(text_sha256(passages[i]), []).append(i)
+        result: list[list[Triple]] = [found or [] for found in stored]
+        with self._lock:
+            self.stats.hits += len(passages) - sum(len(v) for v in missing.values())
+        todo = [idxs[0] for idxs in missing.values()]
+        if todo and self.store.read_only:
+            self._extract_without_storing([passages[i] for i in todo], missing, passages, result)
+            return result
+        for start in range(0, len(todo), self.batch_size):
+            batch = [passages[i] for i in todo[start : start + self.batch_size]]
+            self.extract_and_store(batch)
+        if todo:
+            # Read back, so every passage gets exactly the stored (cleaned) form.
+            again = self.store.get_many(
+                [passages[i] for idxs in missing.values() for i in idxs], self.key
+            )
+            flat = [i for idxs in missing.values() for i in idxs]
+            for i, found in zip(flat, again, strict=True):
+                result[i] = found or []
+        return result
+
+    def _extract_without_storing(
+        self,
+        todo: list[Passage],
+        missing: dict[str, list[int]],
+        passages: list[Passage],
+        result: list[list[Triple]],
+    ) -> None:
+        # Reads must keep working on a shared read-only cache, so a miss is not an error:
+        # the passage is extracted and cleaned exactly as the store would have cleaned it.
+        with self._lock:
+            warn, self._warned_read_only = not self._warned_read_only, True
+        if warn:
+            logger.warning(
+                "%s is read-only: %d passage(s) missing from it are extracted now but not "
+                "stored, so later runs extract them again (index them into a writable store)",
+                self.store.path,
+                len(todo),
+            )
+        for start in range(0, len(todo), self.batch_size):
+            batch = todo[start : start + self.batch_size]
+            for passage, triples in zip(batch, self._extract(batch), strict=True):
+                for i in missing[text_sha256(passage)]:
+                    result[i] = clean_triples(triples, passages[i].id)
+            with self._lock:
+                self.stats.extracted += len(batch)
+
+    def _extract(self, batch: Sequence[Passage]) -> list[list[Triple]]:
+        extracted = self.extractor.extract(batch)
+        if len(extracted) != len(batch):
+            raise RuntimeError(
+                f"{type(self.extractor).__name__}.extract returned {len(extracted)} lists for "
+                f"{len(batch)} passages"
+            )
+        return [list(triples) for triples in extracted]
+
+    def extract_and_store(self, batch: Sequence[Passage]) -> int:
+        """Extract one batch and write it; returns the number of triples written.
+
+        Raises :class:`~neocorrag_core.errors.StoreError` if the store is read-only.
+        """
+        extracted = self._extract(batch)
+        written = self.store.put_many(list(zip(batch, extracted, strict=True)), self.key)
+        with self._lock:
+            self.stats.extracted += len(batch)
+            self.stats.triples_written += written
+        return written

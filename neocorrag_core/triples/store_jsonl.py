@@ -1,0 +1,320 @@
+"""The JSON-lines format of a triple store export, written and read.
+
+A header line ``{"neocorrag_triple_store_export": 1, "schema": 2}``, then one line per
+stored (hash, extractor, version). The entry points are
+:meth:`~neocorrag_core.triples.store.TripleStore.export_jsonl` and
+:meth:`~neocorrag_core.triples.store.TripleStore.import_jsonl`, which delegate here; the
+SQL runs in the store's own transactions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from neocorrag_core.errors import ConfigError, InputError, StoreError
+from neocorrag_core.triples.extractor import clean_triples
+from neocorrag_core.triples.keys import ExtractorKey
+from neocorrag_core.triples.store_schema import SCHEMA_VERSION, insert_entry, key_filter
+from neocorrag_core.types import Triple
+
+if TYPE_CHECKING:
+    from neocorrag_core.triples.store import TripleStore
+
+# Records go to the store's logger: the name users configure for everything the store does.
+logger = logging.getLogger("neocorrag_core.triples.store")
+
+_EXPORT_FORMAT = 1
+_EXPORT_HEADER = "neocorrag_triple_store_export"
+_HEX = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What :meth:`TripleStore.import_jsonl` did."""
+
+    imported: int
+    """Entries stored."""
+    skipped_existing: int
+    """Entries already stored, left as they were (the first writer wins)."""
+    triples_written: int
+    links_added: int
+    invalid: int
+    """Lines skipped as invalid."""
+    invalid_lines: tuple[int, ...]
+    """Their line numbers (the first 100)."""
+
+
+def export_jsonl(
+    store: TripleStore,
+    dest: str | os.PathLike[str] | TextIO,
+    *,
+    key: ExtractorKey | None = None,
+    show_progress: bool = False,
+) -> int:
+    """:meth:`TripleStore.export_jsonl <neocorrag_core.triples.store.TripleStore.export_jsonl>`:
+    write ``store`` to ``dest`` (a path, replaced at the end, or an open text file)."""
+    if not isinstance(dest, (str, os.PathLike)):
+        return _export_lines(store, dest, key, show_progress)
+    target = Path(dest).expanduser()
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            written = _export_lines(store, fh, key, show_progress)
+        os.replace(tmp, target)
+    except StoreError:
+        raise
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the export file {target}: {exc.strerror or exc}; choose a "
+            "writable path on a disk with room for it"
+        ) from None
+    finally:
+        with suppress(OSError):
+            tmp.unlink()
+    return written
+
+
+def _export_lines(
+    store: TripleStore, fh: TextIO, key: ExtractorKey | None, show_progress: bool
+) -> int:
+    from tqdm.auto import tqdm
+
+    where, params = key_filter(key, "WHERE")
+    total = store.count(key) if show_progress else None
+    fh.write(json.dumps({_EXPORT_HEADER: _EXPORT_FORMAT, "schema": SCHEMA_VERSION}) + "\n")
+    written = 0
+    with (
+        store._transaction(write=False, action="export") as conn,
+        tqdm(total=total, unit="passage", desc="export", disable=not show_progress) as bar,
+    ):
+        # Three scans in key order, merged: every query reads an index in order, so the
+        # export streams in constant memory. Python's str order is SQLite's BINARY order.
+        entries = conn.execute(
+            f"SELECT text_sha256, extractor, version FROM passages {where} "
+            "ORDER BY text_sha256, extractor, version",
+            params,
+        )
+        triples = conn.execute(
+            "SELECT text_sha256, extractor, version, subject, relation, object "
+            f"FROM triples {where} ORDER BY text_sha256, extractor, version, position",
+            params,
+        )
+        docs = conn.execute(
+            "SELECT text_sha256, doc_id FROM documents ORDER BY text_sha256, doc_id"
+            if store.schema_version >= 2
+            else "SELECT NULL, NULL WHERE 0"
+        )
+        triple = triples.fetchone()
+        doc = docs.fetchone()
+        doc_hash: str | None = None
+        doc_ids: list[str] = []
+        for digest, extractor, version in entries:
+            entry = (digest, extractor, version)
+            rows = []
+            while triple is not None and tuple(triple[:3]) < entry:  # no entry: skipped
+                triple = triples.fetchone()
+            while triple is not None and tuple(triple[:3]) == entry:
+                rows.append(list(triple[3:]))
+                triple = triples.fetchone()
+            if digest != doc_hash:
+                doc_hash, doc_ids = digest, []
+                while doc is not None and doc[0] < digest:
+                    doc = docs.fetchone()
+                while doc is not None and doc[0] == digest:
+                    doc_ids.append(doc[1])
+                    doc = docs.fetchone()
+            record = {
+                "text_sha256": digest,
+                "extractor": extractor,
+                "version": version,
+                "triples": rows,
+                "document_ids": doc_ids,
+            }
+            fh.write(json.dumps(record) + "\n")
+            written += 1
+            bar.update(1)
+        for cursor in (entries, triples, docs):
+            cursor.close()
+    return written
+
+
+def import_jsonl(
+    store: TripleStore,
+    src: str | os.PathLike[str] | TextIO,
+    *,
+    batch_size: int = 500,
+    show_progress: bool = False,
+) -> ImportReport:
+    """:meth:`TripleStore.import_jsonl <neocorrag_core.triples.store.TripleStore.import_jsonl>`:
+    add the entries of ``src`` (a path or an open text file) to ``store``."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ConfigError(f"batch_size must be an integer of at least 1, got {batch_size!r}")
+    if not isinstance(src, (str, os.PathLike)):
+        return _import_lines(
+            store, src, str(getattr(src, "name", "<stream>")), batch_size, show_progress
+        )
+    name = str(Path(src).expanduser())
+    try:
+        fh = open(name, encoding="utf-8")  # noqa: SIM115 - closed by the with below
+    except FileNotFoundError:
+        raise InputError(f"there is no export file {name}; check the path") from None
+    except OSError as exc:
+        raise InputError(f"cannot read the export file {name}: {exc.strerror or exc}") from None
+    with fh:
+        return _import_lines(store, fh, name, batch_size, show_progress)
+
+
+def _import_lines(
+    store: TripleStore, fh: TextIO, name: str, batch_size: int, show_progress: bool
+) -> ImportReport:
+    from tqdm.auto import tqdm
+
+    tally = _ImportTally()
+    batch: list[_Entry] = []
+    header = False
+    number = 0
+    with tqdm(unit="line", desc="import", disable=not show_progress) as bar:
+        try:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                if not header:
+                    _check_header(line, name)
+                    header = True
+                    continue
+                entry = _parse_entry(line)
+                if entry is None:
+                    tally.invalid(number)
+                else:
+                    batch.append(entry)
+                if len(batch) >= batch_size:
+                    _import_batch(store, batch, tally)
+                    bar.update(len(batch))
+                    batch.clear()
+        except UnicodeDecodeError:
+            raise InputError(
+                f"{name} is not UTF-8 text (after line {number}); the "
+                f"{tally.imported + tally.skipped} entries before were imported: fix the "
+                "file and import it again (stored entries are skipped)"
+            ) from None
+        if not header:
+            raise InputError(
+                f"{name} is not a neocorrag triple store export: it is empty (an export "
+                f'starts with the line {{"{_EXPORT_HEADER}": {_EXPORT_FORMAT}, ...}}); '
+                "write one with `neocorrag store export`"
+            )
+        if batch:
+            _import_batch(store, batch, tally)
+            bar.update(len(batch))
+    if tally.bad:
+        shown = ", ".join(map(str, tally.lines))
+        more = f" and {tally.bad - len(tally.lines)} more" if tally.bad > len(tally.lines) else ""
+        logger.warning(
+            "%s: %d invalid line(s) skipped (line %s%s): each line after the header must "
+            "be an object with text_sha256 (64 hex digits), extractor, version, triples "
+            "([[subject, relation, object], ...]) and document_ids (strings)",
+            name,
+            tally.bad,
+            shown,
+            more,
+        )
+    return tally.report()
+
+
+def _import_batch(store: TripleStore, batch: Sequence[_Entry], tally: _ImportTally) -> None:
+    now = time.time()
+    with store._transaction(action="import into") as conn:
+        for digest, extractor, version, raw, doc_ids in batch:
+            cleaned = clean_triples(raw, "import")
+            if insert_entry(conn, digest, extractor, version, cleaned, now):
+                tally.imported += 1
+                tally.triples += len(cleaned)
+            else:
+                tally.skipped += 1
+            if doc_ids:
+                tally.links += conn.executemany(
+                    "INSERT OR IGNORE INTO documents VALUES (?, ?)",
+                    [(doc_id, digest) for doc_id in doc_ids],
+                ).rowcount
+
+
+_Entry = tuple[str, str, str, list[Triple], list[str]]
+"""One parsed export line: hash, extractor, version, triples, document ids."""
+
+
+@dataclass
+class _ImportTally:
+    imported: int = 0
+    skipped: int = 0
+    triples: int = 0
+    links: int = 0
+    bad: int = 0
+    lines: list[int] = field(default_factory=list)
+
+    def invalid(self, number: int) -> None:
+        self.bad += 1
+        if len(self.lines) < 100:
+            self.lines.append(number)
+
+    def report(self) -> ImportReport:
+        return ImportReport(
+            self.imported, self.skipped, self.triples, self.links, self.bad, tuple(self.lines)
+        )
+
+
+def _check_header(line: str, name: str) -> None:
+    try:
+        header = json.loads(line)
+    except ValueError:
+        header = None
+    version = header.get(_EXPORT_HEADER) if isinstance(header, dict) else None
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise InputError(
+            f"{name} is not a neocorrag triple store export: its first line is not the header "
+            f'{{"{_EXPORT_HEADER}": {_EXPORT_FORMAT}, ...}}; write one with '
+            "`neocorrag store export`"
+        )
+    if version != _EXPORT_FORMAT:
+        raise InputError(
+            f"{name} is a neocorrag triple store export of format {version}; this version "
+            f"reads format {_EXPORT_FORMAT}: upgrade neocorrag to import it"
+        )
+
+
+def _parse_entry(line: str) -> _Entry | None:
+    """One export line, validated; ``None`` if it is not a valid entry."""
+    try:
+        item = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(item, dict):
+        return None
+    digest, extractor, version = item.get("text_sha256"), item.get("extractor"), item.get("version")
+    raw, doc_ids = item.get("triples"), item.get("document_ids", [])
+    if not (
+        isinstance(digest, str)
+        and len(digest) == 64
+        and set(digest) <= _HEX
+        and isinstance(extractor, str)
+        and extractor
+        and isinstance(version, str)
+        and version
+        and isinstance(raw, list)
+        and isinstance(doc_ids, list)
+        and all(isinstance(d, str) and d for d in doc_ids)
+    ):
+        return None
+    triples = []
+    for t in raw:
+        if not (isinstance(t, list) and len(t) == 3 and all(isinstance(x, str) for x in t)):
+            return None
+        triples.append(Triple(t[0], t[1], t[2]))
+    return digest, extractor, version, triples, doc_ids

@@ -1,0 +1,264 @@
+"""The controller's episodes against scripted models and retrievers (no LM)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from neocorrag_core import Passage, RetrievalError
+from neocorrag_core.belief import (
+    Action,
+    AnswerabilityCalibrator,
+    BeliefConfig,
+    BeliefController,
+    DraftAnswer,
+    Usage,
+    VerifierReply,
+)
+
+QUESTION = "What is the capital of the county that contains Van Hook Township?"
+HOP1 = Passage(
+    id="hop1", title="Van Hook Township", text="Van Hook Township is in Mountrail County."
+)
+HOP2 = Passage(id="hop2", title="Mountrail County", text="Its county seat is Stanley.")
+BAD = Passage(id="bad", title="Van Hook (film)", text="Van Hook is a 1999 film set in Bismarck.")
+NOISE = Passage(id="noise", title="Stanley Cup", text="The Stanley Cup is a hockey trophy.")
+
+
+class Verifier:
+    """Flags BAD as conflicting; support is high once both hops are in the evidence."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def verify(self, question, passages, draft_answer):
+        self.calls += 1
+        ids = {p.id for p in passages}
+        both = {"hop1", "hop2"} <= ids
+        return (
+            VerifierReply(
+                support=0.95 if both and "bad" not in ids else 0.3,
+                conflict=0.9 if "bad" in ids else 0.05,
+                uncertainty=0.2 if both else 0.7,
+                gap=0.1 if both else 0.9,
+                missing_fact="" if both else "capital of Mountrail County",
+                drop_ids=("bad", "not-shown") if "bad" in ids else (),
+            ),
+            Usage(prompt_tokens=100 + 50 * len(passages), generated_tokens=20),
+        )
+
+
+class Generator:
+    def answer(self, question, passages):
+        ids = {p.id for p in passages}
+        text = "Stanley" if "hop2" in ids else "Bismarck" if "bad" in ids else "unknown"
+        return DraftAnswer(text, confidence=0.9 if text == "Stanley" else 0.3), Usage(80, 5)
+
+
+class Writer:
+    def __init__(self, sufficient: bool = False) -> None:
+        self.sufficient = sufficient
+
+    def next_query(self, question, passages, missing_fact, asked):
+        if self.sufficient:
+            return None, Usage(60, 3)
+        return (missing_fact or "Mountrail County capital"), Usage(60, 6)
+
+    def rewrite(self, question, last_query, asked):
+        return f"{last_query} (reworded {len(asked)})", Usage(40, 6)
+
+
+class Relevance:
+    def relevance(self, question, passages):
+        return 0.7
+
+
+SUPPORT = AnswerabilityCalibrator(
+    features=("support",), weights=(4.0,), bias=0.0, means=(0.5,), scales=(0.25,), version="t"
+)
+
+
+def controller(writer=None, verifier=None, **config) -> BeliefController:
+    return BeliefController(
+        verifier=verifier or Verifier(),
+        generator=Generator(),
+        writer=writer or Writer(),
+        relevance=Relevance(),
+        calibrator=SUPPORT,
+        config=BeliefConfig(**config),
+    )
+
+
+class Retriever:
+    """Scripted: the question finds the first hop and the misleading film page; any query
+    naming Mountrail finds the second hop (and the film page again)."""
+
+    def __init__(self, first=(HOP1, BAD)) -> None:
+        self.first = list(first)
+        self.queries: list[str] = []
+
+    def __call__(self, query, k):
+        self.queries.append(query)
+        if query == QUESTION:
+            return self.first[:k]
+        if "Mountrail" in query:
+            return [BAD, HOP2][:k]
+        return [NOISE][:k]
+
+    async def async_search(self, query, k):
+        await asyncio.sleep(0)
+        return self(query, k)
+
+
+def actions(result):
+    return [s.decision.action for s in result.steps]
+
+
+def test_a_misleading_passage_is_dropped_and_replaced_and_never_comes_back():
+    search = Retriever()
+    result = controller().run(QUESTION, search)
+    assert actions(result) == [Action.RETRIEVE, Action.VERIFY, Action.RETRIEVE, Action.ANSWER]
+    assert result.answer == "Stanley" and not result.abstained
+    assert [p.id for p in result.evidence] == ["hop1", "hop2"]
+    assert "bad" in result.steps[2].retrieved_ids  # the search brought it back; refused
+    assert [(m.kind, m.passage_ids) for m in result.mutations] == [
+        ("add", ("hop1", "bad")),
+        ("drop", ("bad",)),  # "not-shown" was never in the evidence: ignored
+        ("add", ("hop2",)),
+    ]
+    assert "conflict" in result.steps[1].decision.reason
+    assert "finish the correction" in result.steps[2].decision.reason
+    assert result.retrieval_rounds == 2 and result.final_action is Action.ANSWER
+
+
+def test_a_question_answerable_from_the_first_retrieval_stops_after_one_round():
+    search = Retriever(first=(HOP1, HOP2))
+    result = controller().run(QUESTION, search)
+    assert actions(result) == [Action.RETRIEVE, Action.ANSWER]
+    assert search.queries == [QUESTION] and result.answer == "Stanley"
+    assert "answerability" in result.steps[-1].decision.reason
+
+
+def test_a_missing_hop_is_searched_for_with_the_writers_query():
+    search = Retriever(first=(HOP1,))
+    result = controller().run(QUESTION, search)
+    assert actions(result) == [
+        Action.RETRIEVE,
+        Action.RETRIEVE,
+        Action.VERIFY,  # the second search brought the film page too
+        Action.RETRIEVE,  # its replacement search finds nothing new (the film page refused)
+        Action.ANSWER,
+    ]
+    assert search.queries[:2] == [QUESTION, "capital of Mountrail County"]
+    assert result.steps[3].retrieved_ids == ("bad", "hop2") and result.steps[3].evidence_ids == (
+        "hop1",
+        "hop2",
+    )
+    assert result.steps[1].decision.query == "capital of Mountrail County"
+    assert result.answer == "Stanley" and "bad" not in {p.id for p in result.evidence}
+
+
+def test_the_writer_saying_sufficient_ends_with_an_answer():
+    result = controller(writer=Writer(sufficient=True)).run(QUESTION, Retriever(first=(HOP1,)))
+    assert actions(result)[-1] is Action.ANSWER
+    assert "sufficient" in result.steps[-1].decision.reason
+
+
+def test_round_and_token_caps_end_every_episode_with_a_typed_action():
+    class Hopeless(Verifier):
+        def verify(self, question, passages, draft_answer):
+            _, usage = super().verify(question, passages, draft_answer)
+            return VerifierReply(0.1, 0.0, 0.9, 0.95, "more", ()), usage
+
+    for config in ({"max_rounds": 2}, {"max_tokens": 900}, {"max_rounds": 1}):
+        result = controller(verifier=Hopeless(), **config).run(QUESTION, lambda q, k: [NOISE])
+        assert result.final_action in (Action.STOP, Action.ABSTAIN)
+        assert result.retrieval_rounds <= config.get("max_rounds", 4)
+        assert result.lm_tokens <= config.get("max_tokens", 12000)
+        assert all(s.decision.reason for s in result.steps)
+
+
+def test_abstention_has_no_answer():
+    class Hopeless(Verifier):
+        def verify(self, question, passages, draft_answer):
+            return VerifierReply(0.02, 0.0, 0.9, 0.05, "", ()), Usage(10, 1)
+
+    result = controller(verifier=Hopeless()).run(QUESTION, lambda q, k: [NOISE])
+    assert result.final_action is Action.ABSTAIN and result.answer is None and result.abstained
+
+
+def test_prune_only_drops_without_searching_for_a_replacement():
+    search = Retriever()
+    result = controller(replace_dropped=False).run(QUESTION, search)
+    assert actions(result)[:2] == [Action.RETRIEVE, Action.VERIFY]
+    assert "finish the correction" not in " ".join(s.decision.reason for s in result.steps)
+    assert "bad" not in {p.id for p in result.evidence}
+
+
+def test_without_correction_the_misleading_passage_stays():
+    result = controller(correct_problems=False).run(QUESTION, Retriever())
+    assert Action.VERIFY not in actions(result)
+
+
+def test_frozen_answerability_keeps_the_first_measured_value():
+    result = controller(live_answerability=False).run(QUESTION, Retriever(first=(HOP1,)))
+    measured = [s.answerability for s in result.steps[1:]]
+    assert measured and len(set(measured)) == 1
+
+
+def test_token_accounting_sums_the_steps_and_the_trajectory_is_json_ready():
+    import json
+
+    result = controller().run(QUESTION, Retriever())
+    assert result.lm_tokens == sum(s.prompt_tokens + s.generated_tokens for s in result.steps)
+    assert result.lm_tokens > 0
+    record = json.loads(json.dumps(result.trajectory))
+    assert record[1]["action"] == "verify" and record[1]["diagnostics"]["drop_ids"] == ["bad"]
+
+
+def test_async_gives_what_sync_gives():
+    sync = controller().run(QUESTION, Retriever())
+    search = Retriever()
+    asyn = asyncio.run(controller().arun(QUESTION, search.async_search))
+    assert actions(asyn) == actions(sync) and asyn.answer == sync.answer
+    assert [p.id for p in asyn.evidence] == [p.id for p in sync.evidence]
+    assert asyn.lm_tokens == sync.lm_tokens
+
+
+def test_a_failing_search_raises_a_retrieval_error_and_the_controller_stays_usable():
+    ctl = controller()
+
+    def broken(query, k):
+        raise ConnectionError("index offline")
+
+    with pytest.raises(RetrievalError, match="index offline"):
+        ctl.run(QUESTION, broken)
+    with pytest.raises(RetrievalError, match="Passage"):
+        ctl.run(QUESTION, lambda q, k: ["not a passage"])
+    assert ctl.run(QUESTION, Retriever()).answer == "Stanley"
+
+
+def test_a_failing_model_call_propagates_and_leaves_nothing_behind():
+    class Broken(Verifier):
+        def verify(self, question, passages, draft_answer):
+            raise RuntimeError("verifier crashed")
+
+    ctl = controller(verifier=Broken())
+    with pytest.raises(RuntimeError, match="verifier crashed"):
+        ctl.run(QUESTION, Retriever())
+    ctl.verifier = Verifier()
+    assert ctl.run(QUESTION, Retriever()).answer == "Stanley"
+
+
+def test_bad_inputs_and_components_are_refused():
+    from neocorrag_core import ConfigError, InputError
+
+    with pytest.raises(InputError):
+        controller().run("  ", Retriever())
+    with pytest.raises(ConfigError, match="verifier"):
+        BeliefController(
+            verifier=object(), generator=Generator(), writer=Writer(), relevance=Relevance()
+        )
+    with pytest.raises(ConfigError, match="unknown"):
+        controller().run(QUESTION, Retriever(), nope=1)

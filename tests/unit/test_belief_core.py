@@ -1,0 +1,235 @@
+"""The evidence-state controller's pure parts: workspace, belief update, calibrator, rules."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from neocorrag_core import ConfigError, InputError, Passage
+from neocorrag_core.belief import (
+    Action,
+    AnswerabilityCalibrator,
+    Belief,
+    BeliefConfig,
+    Budget,
+    Diagnostics,
+    EvidenceWorkspace,
+    brier_score,
+    decide,
+    expected_calibration_error,
+    implied_belief,
+    reliability_bins,
+    retrieval_value,
+    update_belief,
+)
+
+
+def p(pid: str) -> Passage:
+    return Passage(id=pid, text=f"text of {pid}")
+
+
+def diag(**values) -> Diagnostics:
+    base = dict(
+        relevance=0.5, novelty=0.5, cost=0.1, support=0.5, conflict=0.1, uncertainty=0.5, gap=0.5
+    )
+    base.update(values)
+    return Diagnostics(**base)
+
+
+# -- workspace -------------------------------------------------------------------------
+
+
+def test_workspace_adds_new_passages_once_and_refuses_dropped_ones():
+    ws = EvidenceWorkspace(capacity=10)
+    added = ws.add([p("a"), p("b"), p("a")], step=0, reason="first")
+    assert added.new == ("a", "b") and added.known == ("a",) and ws.ids == ("a", "b")
+    assert ws.drop(["a", "zzz"], step=1, reason="misleading") == ("a",)
+    again = ws.add([p("a"), p("c")], step=2, reason="replacement")
+    assert again.refused == ("a",) and again.new == ("c",)
+    assert ws.ids == ("b", "c") and ws.dropped == {"a": "misleading"}
+    assert [(m.kind, m.passage_ids, m.step) for m in ws.log] == [
+        ("add", ("a", "b"), 0),
+        ("drop", ("a",), 1),
+        ("add", ("c",), 2),
+    ]
+    assert again.novelty == pytest.approx(0.5)  # c new, a refused
+
+
+def test_workspace_capacity_and_empty_search_novelty():
+    ws = EvidenceWorkspace(capacity=2)
+    added = ws.add([p("a"), p("b"), p("c")], step=0, reason="r")
+    assert ws.ids == ("a", "b") and added.over_capacity == ("c",)
+    assert ws.add([], step=1, reason="r").novelty == 0.0
+    assert ws.add([p("a")], step=2, reason="r").novelty == 0.0
+
+
+# -- belief update ---------------------------------------------------------------------
+
+
+def test_more_support_means_more_sufficiency_and_conflict_lowers_reliability():
+    low, high = implied_belief(diag(support=0.2)), implied_belief(diag(support=0.9))
+    assert high.sufficiency > low.sufficiency
+    calm, torn = implied_belief(diag(conflict=0.05)), implied_belief(diag(conflict=0.95))
+    assert torn.reliability < calm.reliability and torn.conflict > calm.conflict
+
+
+def test_blend_weighs_the_previous_belief_in_logit_space_and_cost_is_observed():
+    previous = Belief(sufficiency=0.9, reliability=0.9, conflict=0.1, uncertainty=0.1, gap=0.1)
+    d = diag(support=0.1, gap=0.9, cost=0.42)
+    implied = implied_belief(d)
+    assert update_belief(previous, d, blend=0.0) == implied
+    kept = update_belief(previous, d, blend=1.0)
+    assert kept.sufficiency == pytest.approx(0.9) and kept.cost == pytest.approx(0.42)
+    half = update_belief(previous, d, blend=0.5)
+    logit = lambda x: math.log(x / (1 - x))  # noqa: E731
+    expected = 1 / (1 + math.exp(-(0.5 * logit(0.9) + 0.5 * logit(implied.sufficiency))))
+    assert half.sufficiency == pytest.approx(expected)
+
+
+def test_an_unmeasured_answer_confidence_contributes_nothing():
+    assert implied_belief(diag()).uncertainty == implied_belief(diag()).uncertainty
+    sure = implied_belief(diag(answer_confidence=0.95))
+    assert sure.uncertainty < implied_belief(diag()).uncertainty
+
+
+# -- calibrator ------------------------------------------------------------------------
+
+
+def support_only(weight: float = 4.0) -> AnswerabilityCalibrator:
+    return AnswerabilityCalibrator(
+        features=("support",), weights=(weight,), bias=0.0, means=(0.5,), scales=(0.25,),
+        version="test",
+    )  # fmt: skip
+
+
+def test_calibrator_predicts_by_hand_and_takes_a_missing_feature_at_its_mean():
+    cal = support_only()
+    assert cal.predict(diag(support=0.75)) == pytest.approx(1 / (1 + math.exp(-4.0)))
+    assert cal.predict({}) == pytest.approx(0.5)
+
+
+def test_fit_recovers_the_direction_and_round_trips_through_a_file(tmp_path):
+    rows = [diag(support=s / 20, gap=1 - s / 20) for s in range(21)] * 3
+    outcomes = [int(r.support > 0.5) for r in rows]
+    cal = AnswerabilityCalibrator.fit(rows, outcomes, features=("support", "gap"), l2=0.1)
+    assert cal.weights[0] > 0 and cal.predict(diag(support=0.9, gap=0.1)) > 0.9
+    assert cal.predict(diag(support=0.1, gap=0.9)) < 0.1
+    path = tmp_path / "cal.json"
+    cal.save(path)
+    again = AnswerabilityCalibrator.load(path)
+    assert again.predict(diag(support=0.6, gap=0.4)) == pytest.approx(
+        cal.predict(diag(support=0.6, gap=0.4))
+    )
+
+
+def test_the_shipped_file_loads_and_bad_files_raise_input_errors(tmp_path):
+    shipped = AnswerabilityCalibrator.load()
+    assert 0.0 <= shipped.predict(diag()) <= 1.0
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InputError, match="not JSON"):
+        AnswerabilityCalibrator.load(bad)
+    bad.write_text(json.dumps({"format": "something else"}))
+    with pytest.raises(InputError, match="not a neocorrag answerability"):
+        AnswerabilityCalibrator.load(bad)
+    with pytest.raises(InputError, match="cannot read"):
+        AnswerabilityCalibrator.load(tmp_path / "missing.json")
+    with pytest.raises(ConfigError):
+        AnswerabilityCalibrator(("a",), (1.0,), 0.0, (0.0,), (0.0,), "v")  # zero scale
+
+
+def test_brier_ece_and_bins_by_hand():
+    probs, ys = [0.9, 0.9, 0.1, 0.1], [1, 0, 0, 0]
+    assert brier_score(probs, ys) == pytest.approx((0.01 + 0.81 + 0.01 + 0.01) / 4)
+    bins = reliability_bins(probs, ys, bins=10)
+    assert [(b["count"], b["observed"]) for b in bins] == [(2, 0.0), (2, 0.5)]
+    # |0.1 - 0| * 2 + |0.9 - 0.5| * 2, over 4
+    assert expected_calibration_error(probs, ys) == pytest.approx((0.2 + 0.8) / 4)
+
+
+# -- rules -----------------------------------------------------------------------------
+
+CONFIG = BeliefConfig()
+CALM = Belief(sufficiency=0.5, reliability=0.8, conflict=0.1, uncertainty=0.5, gap=0.8, cost=0.1)
+
+
+def budget(**values) -> Budget:
+    base = dict(rounds_used=1, tokens_used=100, corrections_used=0, searched=True)
+    base.update(values)
+    return Budget(**base)
+
+
+def act(belief=CALM, d=None, answerability=0.2, b=None, config=CONFIG, cost=100):
+    return decide(
+        belief, d or diag(), answerability, b or budget(), config, search_cost=cost
+    ).action
+
+
+def test_the_first_decision_is_a_retrieval_unless_there_is_no_budget_at_all():
+    first = budget(rounds_used=0, tokens_used=0, searched=False)
+    assert act(b=first) is Action.RETRIEVE
+    assert act(b=first, config=BeliefConfig(max_tokens=50), cost=100) is Action.ABSTAIN
+
+
+def test_a_pending_correction_is_finished_first():
+    assert act(answerability=0.99, b=budget(pending_correction=1)) is Action.RETRIEVE
+    prune_only = BeliefConfig(replace_dropped=False)
+    assert act(answerability=0.99, b=budget(pending_correction=1), config=prune_only) is (
+        Action.ANSWER
+    )
+
+
+@pytest.mark.parametrize(
+    "belief",
+    [
+        Belief(sufficiency=0.5, reliability=0.8, conflict=0.6, uncertainty=0.5, gap=0.5),
+        Belief(sufficiency=0.5, reliability=0.2, conflict=0.1, uncertainty=0.5, gap=0.5),
+    ],
+    ids=["conflict", "unreliable"],
+)
+def test_problematic_evidence_with_flagged_passages_is_verified(belief):
+    flagged = diag(drop_ids=("x",))
+    assert act(belief, flagged, answerability=0.99) is Action.VERIFY
+    assert act(belief, diag(), answerability=0.99) is Action.ANSWER  # nothing flagged
+    off = BeliefConfig(correct_problems=False)
+    assert act(belief, flagged, answerability=0.99, config=off) is Action.ANSWER
+    assert act(belief, flagged, 0.99, budget(corrections_used=2)) is Action.ANSWER  # cap
+
+
+def test_answer_at_the_threshold_and_retrieve_while_a_search_is_worth_it():
+    assert act(answerability=0.50) is Action.ANSWER
+    assert act(answerability=0.49) is Action.RETRIEVE  # gap 0.8 * 0.51 * 0.9 = 0.37
+    assert retrieval_value(CALM, 0.49) == pytest.approx(0.8 * 0.51 * 0.9)
+
+
+def test_low_value_after_a_stale_search_rewrites_once_then_ends():
+    no_gap = Belief(sufficiency=0.5, reliability=0.8, conflict=0.1, uncertainty=0.5, gap=0.05)
+    stale = diag(novelty=0.1)
+    assert act(no_gap, stale, answerability=0.3) is Action.REWRITE
+    assert act(no_gap, stale, 0.3, budget(rewrote_last=True)) is Action.STOP
+    assert act(no_gap, diag(novelty=0.9), answerability=0.3) is Action.STOP
+    assert act(no_gap, diag(novelty=0.9), answerability=0.1) is Action.ABSTAIN
+
+
+def test_caps_end_the_episode_with_stop_or_abstain():
+    assert act(answerability=0.3, b=budget(rounds_used=4)) is Action.STOP
+    assert act(answerability=0.1, b=budget(rounds_used=4)) is Action.ABSTAIN
+    assert act(answerability=0.3, b=budget(tokens_used=11950), cost=100) is Action.STOP
+
+
+def test_every_decision_has_a_reason():
+    decision = decide(CALM, diag(), 0.2, budget(), CONFIG, search_cost=100)
+    assert decision.reason and "retrieval value" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("answer_threshold", 1.5), ("k", 0), ("max_rounds", 2.0), ("blend", -0.1), ("k", True)],
+)
+def test_bad_config_values_raise_config_errors(field, value):
+    with pytest.raises(ConfigError, match=field):
+        BeliefConfig(**{field: value})
+    with pytest.raises(ConfigError, match="unknown"):
+        BeliefConfig().with_overrides(nope=1)
