@@ -6,11 +6,13 @@ enforce it). Heavy models load lazily.
 
 from importlib import metadata as _metadata
 
+from neocorrag_core.belief import BeliefConfig, BeliefController, BeliefResult
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.errors import (
     ConfigError,
     InputError,
     MissingDependencyError,
+    ModelCallError,
     ModelLoadError,
     NeocorragError,
     RetrievalError,
@@ -44,6 +46,9 @@ except _metadata.PackageNotFoundError:  # imported from a source tree that was n
     __version__ = "0+unknown"
 
 __all__ = [
+    "BeliefConfig",
+    "BeliefController",
+    "BeliefResult",
     "ChainedTripleSource",
     "ConfigError",
     "DroppedPassage",
@@ -57,6 +62,7 @@ __all__ = [
     "MinerConfig",
     "MiningResult",
     "MissingDependencyError",
+    "ModelCallError",
     "ModelLoadError",
     "NeocorragError",
     "OpenIETripleSource",

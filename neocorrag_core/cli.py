@@ -276,6 +276,7 @@ def run_eval(args: argparse.Namespace) -> int:
         contexts_from=args.contexts_from,
         miner_overrides=_assignments(args.miner, "--miner"),
         evireform_overrides=_assignments(args.evireform, "--evireform"),
+        belief_overrides=_assignments(args.belief, "--belief"),
     )
     results = run_evaluation(settings)
     out = Path(args.out)
@@ -318,6 +319,13 @@ def add_eval_parser(sub: Any) -> None:
         action="append",
         metavar="KEY=VALUE",
         help="a ReformulationConfig field for the EviReform methods",
+    )
+    ev.add_argument(
+        "--belief",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a BeliefConfig field for the evidence-state controller's methods (closed-book, "
+        "single-shot, iterative, belief*), e.g. --belief max_rounds=3",
     )
     ev.add_argument(
         "--methods",

@@ -48,10 +48,16 @@ class RetrievalError(NeocorragError, RuntimeError):
     passages."""
 
 
+class ModelCallError(NeocorragError, RuntimeError):
+    """A model call inside a loop (verifier, answer generator, query writer, relevance)
+    failed; the message names the component and the original error, which is chained."""
+
+
 __all__ = [
     "ConfigError",
     "InputError",
     "MissingDependencyError",
+    "ModelCallError",
     "ModelLoadError",
     "NeocorragError",
     "RetrievalError",

@@ -1,11 +1,13 @@
 """LangChain adapters: :class:`NeocorRAGCompressor`, a drop-in ``BaseDocumentCompressor``,
-and :class:`EvidenceReformulationRetriever`, a ``BaseRetriever`` that searches again for
-the evidence your retriever missed.
+:class:`EvidenceReformulationRetriever`, a ``BaseRetriever`` that searches again for
+the evidence your retriever missed, and :class:`BeliefRAG`, a ``Runnable`` that decides per
+question whether to search again, fix the evidence, answer or abstain.
 
 Wrap the retriever you already have::
 
     from langchain_classic.retrievers import ContextualCompressionRetriever
     from neocorrag_integrations.langchain import (
+        BeliefRAG,
         EvidenceReformulationRetriever,
         NeocorRAGCompressor,
     )
@@ -19,6 +21,9 @@ Wrap the retriever you already have::
         base_compressor=compressor,
         base_retriever=EvidenceReformulationRetriever(retriever=your_retriever, models=compressor),
     )
+    # or: let the evidence state decide when to search again (BeliefRAG)
+    rag = BeliefRAG(your_retriever, your_chat_model)
+    rag.invoke("Who founded the company that makes the iPhone?")["answer"]
 
 Needs only ``langchain-core`` at run time (``pip install 'neocorrag[langchain]'``).
 """
@@ -31,22 +36,36 @@ from typing import Any
 
 try:
     from langchain_core.callbacks import (
+        AsyncCallbackManagerForChainRun,
         AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForChainRun,
         CallbackManagerForRetrieverRun,
         Callbacks,
     )
     from langchain_core.documents import BaseDocumentCompressor, Document
     from langchain_core.embeddings import Embeddings
     from langchain_core.retrievers import BaseRetriever, RetrieverLike
-    from langchain_core.runnables import RunnableConfig
+    from langchain_core.runnables import Runnable, RunnableConfig
+    from langchain_core.runnables.config import merge_configs, patch_config
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "neocorrag_integrations.langchain needs langchain-core: pip install 'neocorrag[langchain]'"
     ) from err
 
-from neocorrag_core.errors import InputError
+from neocorrag_core.belief import AnswerabilityCalibrator, BeliefConfig, BeliefController
+from neocorrag_core.errors import ConfigError, InputError
+from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import TextEmbedder, resolve_embedder
 from neocorrag_core.once import LoadOnce
+from neocorrag_core.structured import framework_kind
+from neocorrag_core.triples import TripleSource
+from neocorrag_integrations._belief import (
+    BeliefEngine,
+    BeliefOutcome,
+    ChainsDecoding,
+    question_of,
+    result_fields,
+)
 from neocorrag_integrations._common import (
     Refinement,
     RefinerSettings,
@@ -55,6 +74,7 @@ from neocorrag_integrations._common import (
     check_sequence,
 )
 from neocorrag_integrations._reformulation import (
+    ModelsSource,
     ReformedItem,
     ReformulationSettings,
 )
@@ -62,6 +82,7 @@ from neocorrag_integrations.langchain_ingest import TripleExtractorTransformer, 
 from neocorrag_integrations.metadata_keys import IS_EVIDENCE_CHAINS
 
 __all__ = [
+    "BeliefRAG",
     "EvidenceReformulationRetriever",
     "NeocorRAGCompressor",
     "NeocorRAGEmbeddings",
@@ -295,3 +316,221 @@ def _source_documents(documents: Sequence[Document]) -> list[SourceDocument]:
                 "take langchain_core Document objects"
             )
     return [document_source(doc) for doc in documents]
+
+
+BeliefInput = str | dict[str, Any]
+
+
+class BeliefRAG(Runnable[BeliefInput, dict[str, Any]]):
+    """BeliefRAG as a LangChain ``Runnable``: decides per question whether to search again,
+    replace misleading evidence, answer, or abstain, over your retriever and chat model.
+
+    ``invoke(question)`` (a string or ``{"question": ...}``) runs one episode of the
+    :class:`~neocorrag_core.belief.BeliefController`: the question goes to ``retriever``,
+    the chat model judges the evidence (one structured verifier call per step), writes
+    the next query for the missing fact, and answers. It returns a dict:
+
+    - ``answer``: the answer (``None`` when it abstained), ``abstained``, ``final_action``
+      (``"answer"``, ``"stop"`` or ``"abstain"``);
+    - ``documents``: the final evidence, copies of the documents your retriever returned
+      (``id`` and metadata kept), in the order they were found; passages the verifier
+      dropped never come back, even when a later search returns them;
+    - ``trajectory``: one dict per step (action, reason, query, diagnostics, belief,
+      answerability, evidence ids, draft answer, tokens, seconds), ``mutations`` (every
+      change of the evidence), ``retrieval_rounds``, ``tokens`` (prompt, generated,
+      total), ``question``.
+
+    Each search is ``retriever.invoke(query)`` and its first ``k`` documents are used
+    (configure the retriever to return at least that many). Retrieval and chat-model calls
+    run with this run's child callbacks, so a tracer (LangSmith, a callback handler) sees
+    every retrieval and every LLM call under the ``BeliefRAG`` run. ``ainvoke`` awaits
+    ``retriever.ainvoke`` and runs the model calls in a worker thread; ``batch`` /
+    ``abatch`` are LangChain's (concurrent calls; each has its own state). Keyword
+    arguments of ``invoke`` change :class:`~neocorrag_core.belief.BeliefConfig` fields
+    for that call, e.g. ``invoke(q, max_rounds=2)``.
+
+    Args:
+        retriever: any runnable from a query string to a list of documents.
+        llm: a LangChain chat model (or LLM); ``None`` = the bundled local LM (a local LM
+            spec is accepted too; its calls are not LangChain runs).
+        k: documents used per search (default ``config.k``, 5).
+        config: a :class:`~neocorrag_core.belief.BeliefConfig` or a dict of its fields
+            (thresholds, ``max_rounds``, ``max_tokens``, ``max_evidence``...).
+        calibrator: an :class:`~neocorrag_core.belief.AnswerabilityCalibrator` (default:
+            the coefficient file shipped; see ``docs/belief.md``).
+        embedder: for the relevance diagnostic (``None`` = the bundled MiniLM).
+        models: share lazily loaded models with a compressor, a miner or a ``LazyModels``.
+        chains_for_verifier: also show the verifier the NeocorRAG evidence chains mined
+            from the evidence, as one extra document (default ``False``).
+        miner / triple_source / chains_decoding: the chains' miner, its triples (default:
+            metadata, else the triple store, else spaCy) and decoding (``"none"``).
+        controller: a ready :class:`~neocorrag_core.belief.BeliefController` (your own
+            components) instead of the settings above, which must then be left unset.
+        name: the run name tracers show (default ``"BeliefRAG"``).
+
+    A bad setting raises :class:`~neocorrag_core.errors.ConfigError` at construction; an
+    input that is neither a non-empty string nor a dict with one under ``"question"``
+    raises :class:`~neocorrag_core.errors.InputError` before any search; a retriever that
+    fails, or returns something other than documents, raises
+    :class:`~neocorrag_core.errors.RetrievalError` naming the query. A failing chat-model
+    call raises :class:`~neocorrag_core.errors.ModelCallError` naming the component (the
+    model's own exception is chained as ``__cause__``; put ``with_retry`` /
+    ``with_fallbacks`` on the chat model itself). A failed call leaves nothing behind:
+    the next call starts afresh.
+    """
+
+    def __init__(
+        self,
+        retriever: Any,
+        llm: Any = None,
+        *,
+        k: int | None = None,
+        config: BeliefConfig | dict[str, Any] | None = None,
+        calibrator: AnswerabilityCalibrator | None = None,
+        embedder: Any = None,
+        models: ModelsSource | None = None,
+        chains_for_verifier: bool = False,
+        miner: EvidenceChainMiner | None = None,
+        triple_source: TripleSource | None = None,
+        chains_decoding: ChainsDecoding | None = None,
+        controller: BeliefController | None = None,
+        name: str | None = None,
+    ) -> None:
+        if not isinstance(retriever, Runnable):
+            raise ConfigError(
+                "BeliefRAG: retriever must be a LangChain retriever (a Runnable from a query "
+                f"to documents), got {type(retriever).__name__}"
+            )
+        if llm is not None and framework_kind(llm) == "llamaindex":
+            raise ConfigError(
+                "BeliefRAG: llm is a LlamaIndex LLM; use a LangChain chat model here, or "
+                "neocorrag_integrations.llama_index.BeliefQueryEngine"
+            )
+        self.retriever = retriever
+        self.name = name
+        self._engine = BeliefEngine(
+            "BeliefRAG",
+            llm=llm,
+            k=k,
+            config=config,
+            calibrator=calibrator,
+            embedder=embedder,
+            models=models,
+            chains_for_verifier=chains_for_verifier,
+            miner=miner,
+            triple_source=triple_source,
+            chains_decoding=chains_decoding,
+            controller=controller,
+        )
+
+    @property
+    def llm(self) -> Any:
+        """The chat model the controller's verifier, writer and answer generator use."""
+        return self._engine.llm
+
+    @property
+    def config(self) -> BeliefConfig:
+        """The controller settings in force (``k`` included)."""
+        return self._engine.config
+
+    @property
+    def controller(self) -> BeliefController:
+        """The controller on ``llm`` itself (each LangChain call builds one whose chat-model
+        calls carry that call's callbacks; the models are shared)."""
+        return self._engine.controller
+
+    @property
+    def chains_for_verifier(self) -> bool:
+        """Whether the verifier also sees the evidence chains."""
+        return self._engine.chains_for_verifier
+
+    def invoke(
+        self, input: BeliefInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """One episode for the question ``input``; see the class docstring for the output."""
+        return self._call_with_config(self._invoke, input, config, run_type="chain", **kwargs)
+
+    async def ainvoke(
+        self, input: BeliefInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Async :meth:`invoke`: searches await ``retriever.ainvoke``."""
+        return await self._acall_with_config(
+            self._ainvoke, input, config, run_type="chain", **kwargs
+        )
+
+    def _invoke(
+        self,
+        input: BeliefInput,
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+        **overrides: Any,
+    ) -> dict[str, Any]:
+        question = question_of("BeliefRAG", input)
+        child = patch_config(config, callbacks=run_manager.get_child())
+
+        def fetch(query: str) -> list[Document]:
+            return self.retriever.invoke(query, config=child)
+
+        outcome = self._engine.run(
+            question,
+            fetch,
+            _source_documents,
+            controller=self._traced_controller(child),
+            overrides=overrides,
+        )
+        return _belief_output(outcome)
+
+    async def _ainvoke(
+        self,
+        input: BeliefInput,
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+        **overrides: Any,
+    ) -> dict[str, Any]:
+        question = question_of("BeliefRAG", input)
+        child = patch_config(config, callbacks=run_manager.get_child())
+
+        async def afetch(query: str) -> list[Document]:
+            return await self.retriever.ainvoke(query, config=child)
+
+        outcome = await self._engine.arun(
+            question,
+            afetch,
+            _source_documents,
+            controller=self._traced_controller(child),
+            overrides=overrides,
+        )
+        return _belief_output(outcome)
+
+    def _traced_controller(self, child: RunnableConfig) -> BeliefController:
+        if self._engine.custom or framework_kind(self._engine.llm) != "langchain":
+            return self._engine.controller  # no LangChain model of ours to trace
+        return self._engine.build_controller(_TracedModel(self._engine.llm, child))
+
+
+class _TracedModel:
+    """The user's chat model with one run's config (callbacks, tags) on every call.
+
+    ``llm.with_config(...)`` is not enough: a ``RunnableBinding`` forwards
+    ``with_structured_output`` to the bound model and the structured calls would lose
+    the callbacks; here the structured runnable gets them as well.
+    """
+
+    def __init__(self, llm: Any, config: RunnableConfig) -> None:
+        self._llm = llm
+        self._config = config
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self._llm.invoke(input, config=merge_configs(self._config, config), **kwargs)
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
+        # AttributeError for a model without structured output, as for the model itself.
+        make = self._llm.with_structured_output
+        return make(schema, **kwargs).with_config(self._config)
+
+
+def _belief_output(outcome: BeliefOutcome[Document]) -> dict[str, Any]:
+    return {
+        **result_fields(outcome.result),
+        "documents": [doc.model_copy(deep=True) for doc in outcome.evidence],
+    }

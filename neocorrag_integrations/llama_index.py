@@ -1,11 +1,13 @@
 """LlamaIndex adapters: :class:`NeocorRAGPostprocessor`, a drop-in ``BaseNodePostprocessor``,
-and :class:`EvidenceReformulationRetriever`, a ``BaseRetriever`` that searches again for the
-evidence your retriever missed.
+:class:`EvidenceReformulationRetriever`, a ``BaseRetriever`` that searches again for the
+evidence your retriever missed, and :class:`BeliefQueryEngine`, a query engine that decides
+per question whether to search again, fix the evidence, answer or abstain.
 
 Add them to the query engine you already have::
 
     from llama_index.core.query_engine import RetrieverQueryEngine
     from neocorrag_integrations.llama_index import (
+        BeliefQueryEngine,
         EvidenceReformulationRetriever,
         NeocorRAGPostprocessor,
     )
@@ -19,6 +21,8 @@ Add them to the query engine you already have::
         index.as_retriever(similarity_top_k=5), models=postprocessor
     )
     query_engine = RetrieverQueryEngine.from_args(retriever, node_postprocessors=[postprocessor])
+    # or: let the evidence state decide when to search again (BeliefRAG)
+    query_engine = BeliefQueryEngine(index.as_retriever(similarity_top_k=5), llm=your_llm)
 
 Needs ``llama-index-core`` (``pip install 'neocorrag[llamaindex]'``).
 """
@@ -30,7 +34,9 @@ from collections.abc import Sequence
 from typing import Any
 
 try:
+    from llama_index.core.base.base_query_engine import BaseQueryEngine
     from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.base.response.schema import RESPONSE_TYPE, Response
     from llama_index.core.bridge.pydantic import PrivateAttr
     from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
 
@@ -51,12 +57,21 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "pip install 'neocorrag[llamaindex]'"
     ) from err
 
+from neocorrag_core.belief import AnswerabilityCalibrator, BeliefConfig, BeliefController
 from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.evireform import EvidenceReformulator
+from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels, TextEmbedder, resolve_embedder
 from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.validation import check_bool, check_int
+from neocorrag_integrations._belief import (
+    ABSTAIN_MESSAGE,
+    BeliefEngine,
+    BeliefOutcome,
+    ChainsDecoding,
+    result_fields,
+)
 from neocorrag_integrations._common import (
     Refinement,
     RefinerSettings,
@@ -73,6 +88,7 @@ from neocorrag_integrations.llama_index_ingest import TripleExtractorTransform, 
 from neocorrag_integrations.metadata_keys import IS_EVIDENCE_CHAINS
 
 __all__ = [
+    "BeliefQueryEngine",
     "EvidenceReformulationRetriever",
     "NeocorRAGEmbedding",
     "NeocorRAGPostprocessor",
@@ -491,3 +507,192 @@ def _score(index: int, score: Any) -> float | None:
         raise InputError(
             f"nodes[{index}].score must be a number or None, got {type(score).__name__}"
         ) from None
+
+
+class BeliefQueryEngine(BaseQueryEngine):
+    """BeliefRAG as a LlamaIndex query engine: decides per question whether to search
+    again, replace misleading evidence, answer, or abstain, over your retriever and LLM.
+
+    ``query(question)`` (a string or a ``QueryBundle``) runs one episode of the
+    :class:`~neocorrag_core.belief.BeliefController`: the question goes to ``retriever``,
+    the LLM judges the evidence (one structured verifier call per step), writes the next
+    query for the missing fact, and answers. It returns a ``Response`` whose
+
+    - ``response`` is the answer, or ``abstain_message`` when the controller abstained;
+    - ``source_nodes`` are the final evidence: copies of the nodes your retriever returned
+      (ids, metadata and scores kept), in the order they were found; nodes the verifier
+      dropped never come back, even when a later search returns them;
+    - ``metadata`` holds ``trajectory`` (one dict per step: action, reason, query,
+      diagnostics, belief, answerability, evidence ids, draft answer, tokens, seconds),
+      ``answer`` (``None`` when abstained), ``abstained``, ``final_action``
+      (``"answer"``, ``"stop"`` or ``"abstain"``), ``mutations``, ``retrieval_rounds``,
+      ``tokens`` and ``question``.
+
+    Each search is ``retriever.retrieve(QueryBundle(query))`` (the question keeps your
+    bundle) and its first ``k`` nodes are used, so give the retriever at least that
+    ``similarity_top_k``. ``aquery`` awaits ``retriever.aretrieve`` and runs the LLM calls
+    in a worker thread. The retriever's and the LLM's own instrumentation events nest
+    under this engine's query span.
+
+    Args:
+        retriever: the LlamaIndex retriever.
+        llm: a LlamaIndex LLM; ``None`` = the bundled local LM (a local LM spec is
+            accepted too).
+        k: nodes used per search (default ``config.k``, 5).
+        config: a :class:`~neocorrag_core.belief.BeliefConfig` or a dict of its fields.
+        calibrator: an :class:`~neocorrag_core.belief.AnswerabilityCalibrator` (default:
+            the coefficient file shipped; see ``docs/belief.md``).
+        embedder: for the relevance diagnostic (``None`` = the bundled MiniLM).
+        models: share lazily loaded models with a postprocessor, a miner or a ``LazyModels``.
+        chains_for_verifier: also show the verifier the NeocorRAG evidence chains mined
+            from the evidence, as one extra document (default ``False``).
+        miner / triple_source / chains_decoding: the chains' miner, its triples (default:
+            metadata, else the triple store, else spaCy) and decoding (``"none"``).
+        controller: a ready :class:`~neocorrag_core.belief.BeliefController` (your own
+            components) instead of the settings above, which must then be left unset.
+        abstain_message: the response text when the controller abstains.
+        callback_manager: as for any LlamaIndex query engine.
+
+    A bad setting raises :class:`~neocorrag_core.errors.ConfigError` at construction; a
+    query that is not a non-empty string (or a ``QueryBundle`` holding one) raises
+    :class:`~neocorrag_core.errors.InputError` before any search; a retriever that
+    fails, or returns something other than ``NodeWithScore``, raises
+    :class:`~neocorrag_core.errors.RetrievalError` naming the query. A failing LLM call
+    raises :class:`~neocorrag_core.errors.ModelCallError` naming the component (the LLM's
+    exception chained as ``__cause__``). A failed query leaves nothing behind.
+    """
+
+    def __init__(
+        self,
+        retriever: BaseRetriever,
+        llm: Any = None,
+        *,
+        k: int | None = None,
+        config: BeliefConfig | dict[str, Any] | None = None,
+        calibrator: AnswerabilityCalibrator | None = None,
+        embedder: Any = None,
+        models: ModelsSource | None = None,
+        chains_for_verifier: bool = False,
+        miner: EvidenceChainMiner | None = None,
+        triple_source: TripleSource | None = None,
+        chains_decoding: ChainsDecoding | None = None,
+        controller: BeliefController | None = None,
+        abstain_message: str = ABSTAIN_MESSAGE,
+        callback_manager: CallbackManager | None = None,
+    ) -> None:
+        owner = "BeliefQueryEngine"
+        if not callable(getattr(retriever, "retrieve", None)) or not callable(
+            getattr(retriever, "aretrieve", None)
+        ):
+            raise ConfigError(
+                f"{owner}: retriever must be a LlamaIndex retriever, got {type(retriever).__name__}"
+            )
+        if not isinstance(abstain_message, str):
+            raise ConfigError(
+                f"{owner}.abstain_message must be a string, got {type(abstain_message).__name__}"
+            )
+        if callback_manager is not None and not isinstance(callback_manager, CallbackManager):
+            raise ConfigError(
+                f"{owner}.callback_manager must be a CallbackManager or None, "
+                f"got {type(callback_manager).__name__}"
+            )
+        self._retriever = retriever
+        self._engine = BeliefEngine(
+            owner,
+            llm=llm,
+            k=k,
+            config=config,
+            calibrator=calibrator,
+            embedder=embedder,
+            models=models,
+            chains_for_verifier=chains_for_verifier,
+            miner=miner,
+            triple_source=triple_source,
+            chains_decoding=chains_decoding,
+            controller=controller,
+        )
+        self.abstain_message = abstain_message
+        super().__init__(callback_manager=callback_manager)
+
+    @property
+    def retriever(self) -> BaseRetriever:
+        """The retriever searched."""
+        return self._retriever
+
+    @property
+    def llm(self) -> Any:
+        """The LLM the controller's verifier, writer and answer generator use."""
+        return self._engine.llm
+
+    @property
+    def config(self) -> BeliefConfig:
+        """The controller settings in force (``k`` included)."""
+        return self._engine.config
+
+    @property
+    def controller(self) -> BeliefController:
+        """The controller every query runs."""
+        return self._engine.controller
+
+    @property
+    def chains_for_verifier(self) -> bool:
+        """Whether the verifier also sees the evidence chains."""
+        return self._engine.chains_for_verifier
+
+    def query(self, str_or_query_bundle: QueryType) -> RESPONSE_TYPE:
+        """One episode for a question string or ``QueryBundle``; see the class docstring."""
+        _query_of("BeliefQueryEngine", str_or_query_bundle)  # before LlamaIndex's events
+        return super().query(str_or_query_bundle)
+
+    async def aquery(self, str_or_query_bundle: QueryType) -> RESPONSE_TYPE:
+        """Async :meth:`query`: searches await ``retriever.aretrieve``."""
+        _query_of("BeliefQueryEngine", str_or_query_bundle)
+        return await super().aquery(str_or_query_bundle)
+
+    def _get_prompt_modules(self) -> dict[str, Any]:
+        return {}  # the controller's prompts are versioned code, not LlamaIndex templates
+
+    def _query(self, query_bundle: QueryBundle) -> Response:
+        question = _query_of("BeliefQueryEngine", query_bundle)
+
+        def fetch(text: str) -> list[NodeWithScore]:
+            return self._retriever.retrieve(_search_bundle(query_bundle, text))
+
+        return self._response(self._engine.run(question, fetch, _belief_sources))
+
+    async def _aquery(self, query_bundle: QueryBundle) -> Response:
+        question = _query_of("BeliefQueryEngine", query_bundle)
+
+        async def afetch(text: str) -> list[NodeWithScore]:
+            return await self._retriever.aretrieve(_search_bundle(query_bundle, text))
+
+        return self._response(await self._engine.arun(question, afetch, _belief_sources))
+
+    def _response(self, outcome: BeliefOutcome[NodeWithScore]) -> Response:
+        fields = result_fields(outcome.result)
+        nodes = [
+            NodeWithScore(node=item.node.model_copy(deep=True), score=item.score)
+            for item in outcome.evidence
+        ]
+        answer = outcome.result.answer
+        return Response(
+            response=self.abstain_message if answer is None else answer,
+            source_nodes=nodes,
+            metadata=fields,
+        )
+
+
+def _search_bundle(query_bundle: QueryBundle, text: str) -> QueryBundle:
+    # The question keeps its bundle (custom embedding strings, a precomputed embedding);
+    # the controller's own queries get plain ones.
+    return query_bundle if text == query_bundle.query_str else QueryBundle(text)
+
+
+def _belief_sources(nodes: Sequence[NodeWithScore]) -> list[SourceDocument]:
+    for i, item in enumerate(nodes):
+        if not isinstance(item, NodeWithScore):
+            raise InputError(
+                f"nodes[{i}] is a {type(item).__name__}; BeliefQueryEngine searches "
+                "retrievers that return llama_index NodeWithScore objects"
+            )
+    return _source_documents(nodes)

@@ -3,10 +3,11 @@ fix the evidence, answer, or abstain.
 
 One module per concept: ``types`` (the values passed around), ``config`` (thresholds,
 caps, ablation switches), ``workspace`` (the only place evidence changes), ``state`` (the
-belief update), ``calibrator`` (answerability), ``rules`` (the ordered controller rules),
-``components`` (what the controller asks of models), ``controller`` (the episode loop,
-sync and async); the model-backed components: ``verifier``, ``answer``, ``writer``,
-``relevance``, built together by ``defaults``.
+belief update), ``calibrator`` (answerability), ``fitting`` (refitting the calibrator on
+episodes), ``rules`` (the ordered controller rules), ``components`` (what the controller
+asks of models), ``controller`` (the episode loop, sync and async); the model-backed
+components: ``verifier``, ``answer``, ``writer``, ``relevance``, built together by
+``defaults``.
 """
 
 from .answer import LMAnswerGenerator
@@ -16,6 +17,7 @@ from .calibrator import (
     expected_calibration_error,
     reliability_bins,
 )
+from .chains import ChainEvidenceVerifier
 from .components import (
     AnswerGenerator,
     DraftAnswer,
@@ -28,6 +30,14 @@ from .components import (
 from .config import BeliefConfig
 from .controller import BeliefController
 from .defaults import BeliefComponents, default_components
+from .fitting import (
+    CalibrationRow,
+    fit_and_select,
+    fit_from_episodes,
+    fit_from_records,
+    fit_from_results,
+    rows_from_trajectories,
+)
 from .relevance import EmbeddingRelevance
 from .rules import Budget, decide, retrieval_value
 from .state import PRIOR_COEFFICIENTS, implied_belief, update_belief
@@ -48,6 +58,8 @@ __all__ = [
     "BeliefController",
     "BeliefResult",
     "Budget",
+    "CalibrationRow",
+    "ChainEvidenceVerifier",
     "Decision",
     "Diagnostics",
     "DraftAnswer",
@@ -69,8 +81,13 @@ __all__ = [
     "decide",
     "default_components",
     "expected_calibration_error",
+    "fit_and_select",
+    "fit_from_episodes",
+    "fit_from_records",
+    "fit_from_results",
     "implied_belief",
     "reliability_bins",
     "retrieval_value",
+    "rows_from_trajectories",
     "update_belief",
 ]

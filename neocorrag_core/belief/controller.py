@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from neocorrag_core.errors import ConfigError, InputError
+from neocorrag_core.errors import ConfigError, InputError, ModelCallError, NeocorragError
 from neocorrag_core.models import LazyModels
 from neocorrag_core.search_calls import AsyncSearchFn, SearchFn, acall_search, call_search
 
@@ -39,7 +39,6 @@ class _Tally:
 
     prompt: int = 0
     generated: int = 0
-    notes: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -195,7 +194,8 @@ class BeliefController:
             # A correction in progress decides the next step by itself (rule 1): no need to
             # pay for measuring the evidence it is about to change.
             forced = st.pending > 0 and config.replace_dropped and can_search
-            if st.searched and not forced:
+            measured_now = st.searched and not forced
+            if measured_now:
                 self._measure(question, st, config)
                 search_cost = st.search_cost(config.k)
             answerability = self.calibrator.predict(st.diagnostics) if st.searched else 0.0
@@ -249,6 +249,7 @@ class BeliefController:
                     decision=decision,
                     evidence_ids=st.workspace.ids,
                     retrieved_ids=retrieved,
+                    draft_answer=st.draft.text if measured_now else "",
                     seconds=time.perf_counter() - began,
                     prompt_tokens=st.tally.prompt - before[0],
                     generated_tokens=st.tally.generated - before[1],
@@ -263,13 +264,20 @@ class BeliefController:
             return question, Decision(decision.action, decision.reason, question)
         before = st.tally.total
         if decision.action is Action.REWRITE:
-            text = st.call(self.writer.rewrite(question, st.asked[-1], st.asked))
+            text = st.call(
+                _ask("query writer", self.writer.rewrite, question, st.asked[-1], st.asked)
+            )
         else:
             # Replacements after a correction target the missing fact as well: a blind
             # rewording of the last query tends to find the dropped passage's neighbours.
             written = st.call(
-                self.writer.next_query(
-                    question, st.workspace.passages, st.diagnostics.missing_fact, st.asked
+                _ask(
+                    "query writer",
+                    self.writer.next_query,
+                    question,
+                    st.workspace.passages,
+                    st.diagnostics.missing_fact,
+                    st.asked,
                 )
             )
             if written is None and not st.pending:
@@ -277,7 +285,9 @@ class BeliefController:
                 return None, Decision(Action.ANSWER, reason)
             text = written or ""
         if not text.strip() or text in st.asked:
-            text = st.call(self.writer.rewrite(question, st.asked[-1], st.asked))
+            text = st.call(
+                _ask("query writer", self.writer.rewrite, question, st.asked[-1], st.asked)
+            )
         st.writer_cost = st.tally.total - before
         return text, Decision(decision.action, decision.reason, text)
 
@@ -286,10 +296,14 @@ class BeliefController:
         then the belief update."""
         before = st.tally.total
         passages = st.workspace.passages
-        draft = st.call(self.generator.answer(question, passages))
-        reply = st.call(self.verifier.verify(question, passages, draft.text))
+        draft = st.call(_ask("answer generator", self.generator.answer, question, passages))
+        reply = st.call(_ask("verifier", self.verifier.verify, question, passages, draft.text))
         present = set(st.workspace.ids)
-        relevance = self.relevance.relevance(question, passages) if passages else 0.0
+        relevance = (
+            _ask("relevance scorer", self.relevance.relevance, question, passages)
+            if passages
+            else 0.0
+        )
         st.draft = draft
         st.diagnostics = Diagnostics(
             relevance=_unit(relevance),
@@ -318,10 +332,20 @@ class BeliefController:
             steps=st.steps,
             mutations=st.workspace.log,
             retrieval_rounds=st.rounds,
-            notes=st.tally.notes,
             prompt_tokens=st.tally.prompt,
             generated_tokens=st.tally.generated,
         )
+
+
+def _ask(component: str, method: Callable[..., T], *args: Any) -> T:
+    """Call one component; its failure becomes a :class:`ModelCallError` naming it (our own
+    errors, e.g. a prompt that cannot fit, pass through unchanged)."""
+    try:
+        return method(*args)
+    except NeocorragError:
+        raise
+    except Exception as err:
+        raise ModelCallError(f"the {component} failed: {type(err).__name__}: {err}") from err
 
 
 def _before_any_search() -> Diagnostics:

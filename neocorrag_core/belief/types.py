@@ -134,6 +134,9 @@ class Step(Cost):
     """The workspace after the step's action."""
     retrieved_ids: tuple[str, ...] = ()
     """What the step's search returned (before the workspace refused dropped ids)."""
+    draft_answer: str = ""
+    """The draft answer measured at this step (empty when the step measured nothing);
+    the calibrator's fit script labels each step's diagnostics by whether it is right."""
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -153,6 +156,7 @@ class Step(Cost):
             "retrieval_value": self.retrieval_value,
             "evidence_ids": list(self.evidence_ids),
             "retrieved_ids": list(self.retrieved_ids),
+            "draft_answer": self.draft_answer,
             "prompt_tokens": self.prompt_tokens,
             "generated_tokens": self.generated_tokens,
             "seconds": self.seconds,
@@ -176,7 +180,6 @@ class BeliefResult(Cost):
     steps: list[Step] = field(default_factory=list)
     mutations: list[Mutation] = field(default_factory=list)
     retrieval_rounds: int = 0
-    notes: list[str] = field(default_factory=list)
 
     @property
     def trajectory(self) -> list[dict[str, Any]]:

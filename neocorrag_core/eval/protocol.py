@@ -43,6 +43,16 @@ class MethodOutput(Cost):
     chain_text: str = ""
     info: dict[str, Any] = field(default_factory=dict)
     """Method-specific details recorded with the result (fallbacks, counts, ...)."""
+    answer: str | None = None
+    """Set by methods that answer by themselves (the evidence-state controller and its
+    baselines): the runner then records this answer and does not call its reader."""
+    abstained: bool = False
+    """The method declined to answer (scored as a wrong answer)."""
+
+    @property
+    def answered(self) -> bool:
+        """Whether the method answered (or abstained) itself."""
+        return self.answer is not None or self.abstained
 
 
 class Method(Protocol):
@@ -66,6 +76,10 @@ class BuildContext:
     miner: EvidenceChainMiner
     embeddings_threshold: float = 0.5
     evireform_overrides: dict[str, Any] = field(default_factory=dict)
+    belief_overrides: dict[str, Any] = field(default_factory=dict)
+    """BeliefConfig fields changed for the evidence-state controller's methods."""
+    reader_lm: Any = None
+    """The run's reader LM (the answering model of methods that answer by themselves)."""
     shared: dict[str, Any] = field(default_factory=dict)
 
 

@@ -49,6 +49,7 @@ class MethodSpec:
 
 _REFINERS = "neocorrag_core.eval.refiners"
 _EVIREFORM = "neocorrag_core.eval.evireform_methods"
+_BELIEF = "neocorrag_core.eval.belief_methods"
 
 BUILTIN_METHODS: tuple[MethodSpec, ...] = (
     MethodSpec("none", "no refinement: the retrieved top-k", f"{_REFINERS}:build_none"),
@@ -101,6 +102,38 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         "evireform-neocorrag",
         "EviReform top-k, then neocorrag-beam refinement",
         f"{_EVIREFORM}:build",
+    ),
+    MethodSpec("closed-book", "the answer generator without documents", f"{_BELIEF}:build"),
+    MethodSpec("single-shot", "the retrieved top-k, answered once", f"{_BELIEF}:build"),
+    MethodSpec(
+        "iterative",
+        "fixed rounds of evidence-aware query writing and retrieval, then one answer",
+        f"{_BELIEF}:build",
+    ),
+    MethodSpec(
+        "belief",
+        "the evidence-state controller: verify, correct, search, answer or abstain",
+        f"{_BELIEF}:build",
+    ),
+    MethodSpec(
+        "belief-no-correction",
+        "belief ablation: no VERIFY (problematic evidence is never dropped)",
+        f"{_BELIEF}:build",
+    ),
+    MethodSpec(
+        "belief-prune-only",
+        "belief ablation: VERIFY drops passages but fetches no replacement",
+        f"{_BELIEF}:build",
+    ),
+    MethodSpec(
+        "belief-frozen-answerability",
+        "belief ablation: the first step's answerability is reused for the episode",
+        f"{_BELIEF}:build",
+    ),
+    MethodSpec(
+        "belief-chains",
+        "belief whose verifier also sees the NeocorRAG evidence chains",
+        f"{_BELIEF}:build",
     ),
 )
 

@@ -97,6 +97,48 @@ def pool_table(results: dict[str, Any]) -> str:
     return "\n".join(rows) if len(rows) > 2 else ""
 
 
+def answering_table(results: dict[str, Any]) -> str:
+    """Markdown table of the methods that answer by themselves (the evidence-state
+    controller and its baselines): abstentions, evidence, rounds and every model-facing
+    token, against ``iterative`` where it was run."""
+    rows = [
+        "| method | EM | F1 | abstain % | evidence recall | rounds / q | total tokens / q | "
+        "tokens / iterative | s / q | final actions |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    methods = results["methods"]
+    base = methods.get("iterative", {}).get("total_tokens")
+    for name, agg in methods.items():
+        if agg.get("retrieval_rounds") is None or agg.get("total_tokens") is None:
+            continue
+        ratio = f"{agg['total_tokens'] / base:.2f}" if base else "n/a"
+        actions = ", ".join(f"{a} {n}" for a, n in sorted(agg.get("final_actions", {}).items()))
+        rows.append(
+            f"| {name} | {_pct(agg['em'])} | {_pct(agg['f1'])} | {_pct(agg['abstention'])} | "
+            f"{_pct(agg['evidence_recall'] or 0.0)} | {agg['retrieval_rounds']:.2f} | "
+            f"{agg['total_tokens']:.0f} | {ratio} | {agg['seconds'].get('method', 0):.2f} | "
+            f"{actions} |"
+        )
+    return "\n".join(rows) if len(rows) > 2 else ""
+
+
+def iterative_table(results: dict[str, Any]) -> str:
+    """Markdown table: paired bootstrap 95% intervals of differences against ``iterative``."""
+    against = results.get("comparisons_iterative") or {}
+    if not against:
+        return ""
+    rows = [
+        "| method | ΔF1 (pt) | ΔEM (pt) | Δevidence recall (pt) | Δtotal tokens / q |",
+        "|---|---|---|---|---|",
+    ]
+    for name, ci in against.items():
+        rows.append(
+            f"| {name} | {_interval(ci['f1'])} | {_interval(ci['em'])} | "
+            f"{_interval(ci['evidence_recall'])} | {_interval(ci['total_tokens'], 1.0, 0)} |"
+        )
+    return "\n".join(rows)
+
+
 LOSS_STAGES = tuple(stage.value for stage in LossStage)
 KEEP_REASONS = tuple(reason.value for reason in KeepReason)
 
@@ -192,6 +234,27 @@ def render_report(results: dict[str, Any]) -> str:
             "A pool is complete when it holds every gold passage of the question: before = "
             "the first retrieval's top-k, after = every passage any query returned.",
         ]
+    answering = answering_table(results)
+    if answering:
+        lines += [
+            "",
+            "## Methods that answer by themselves (evidence-state controller and baselines)",
+            "",
+            answering,
+            "",
+            "Abstentions score 0. Evidence recall: gold passages anywhere in the final "
+            "evidence (which may hold more than k passages). Total tokens: every prompt with "
+            "its contexts, each time it was sent (verifier, query writer, answer), plus "
+            "generated tokens.",
+        ]
+        against = iterative_table(results)
+        if against:
+            lines += [
+                "",
+                "Paired bootstrap 95% intervals against `iterative`:",
+                "",
+                against,
+            ]
     losses = loss_table(results)
     if losses:
         lines += [
@@ -213,8 +276,10 @@ def render_report(results: dict[str, Any]) -> str:
 
 
 __all__ = [
+    "answering_table",
     "comparison_table",
     "cost_table",
+    "iterative_table",
     "loss_table",
     "pool_table",
     "quality_table",

@@ -7,11 +7,14 @@ every question's candidates). All methods then refine the same top-k.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -77,6 +80,7 @@ class Retriever:
         embedder: Any = None,
         pool: PoolMode = "per-question",
         corpus: Sequence[Passage] | None = None,
+        vector_cache: Path | None = None,
     ) -> None:
         if kind not in ("dense", "bm25"):
             raise ValueError(f"retriever must be 'dense' or 'bm25', got {kind!r}")
@@ -90,6 +94,10 @@ class Retriever:
         self.corpus = list(corpus or [])
         self._bm25: BM25 | None = None
         self._corpus_vecs: np.ndarray | None = None
+        self.vector_cache = vector_cache
+        """Folder where the pooled corpus's vectors are kept between runs (``None``: not
+        kept). Embedding a pooled corpus takes minutes on a laptop CPU, once per run
+        otherwise; only use it with an embedder whose name identifies its weights."""
 
     def retrieve(self, example: QAExample, k: int) -> list[Passage]:
         """The top-``k`` passages for the example's question, best first."""
@@ -118,10 +126,46 @@ class Retriever:
             return index.scores(question)
         vecs = self._corpus_vecs if pooled else None
         if vecs is None:
-            vecs = np.asarray(self.embedder.embed([render_passage(p) for p in passages]))
+            texts = [render_passage(p) for p in passages]
+            vecs = self._stored_vectors(texts) if pooled else None
+            if vecs is None:
+                vecs = np.asarray(self.embedder.embed(texts))
+                if pooled:
+                    self._store_vectors(texts, vecs)
             if pooled:
                 self._corpus_vecs = vecs
         return np.asarray(vecs @ self.embedder.embed([question])[0])
+
+    def _vector_file(self, texts: Sequence[str]) -> Path | None:
+        if self.vector_cache is None:
+            return None
+        digest = hashlib.sha256(str(getattr(self.embedder, "name", "")).encode())
+        for text in texts:
+            digest.update(b"\0" + text.encode("utf-8"))
+        return self.vector_cache / f"{digest.hexdigest()[:32]}.npy"
+
+    def _stored_vectors(self, texts: Sequence[str]) -> np.ndarray | None:
+        path = self._vector_file(texts)
+        if path is None or not path.is_file():
+            return None
+        try:
+            vecs = np.load(path, allow_pickle=False)
+        except (OSError, ValueError):  # a torn or foreign file: embed again
+            return None
+        return vecs if vecs.ndim == 2 and len(vecs) == len(texts) else None
+
+    def _store_vectors(self, texts: Sequence[str], vecs: np.ndarray) -> None:
+        path = self._vector_file(texts)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(f".{os.getpid()}.tmp")
+            with partial.open("wb") as handle:
+                np.save(handle, vecs, allow_pickle=False)
+            partial.replace(path)
+        except OSError:  # a read-only cache only costs the next run the embedding again
+            return
 
 
 def pooled_corpus(examples: Sequence[QAExample]) -> list[Passage]:

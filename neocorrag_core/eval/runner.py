@@ -25,7 +25,7 @@ from neocorrag_core.config import MinerConfig
 from neocorrag_core.eval import metrics as M
 from neocorrag_core.eval.datasets import LoadReport, QAExample, load_corpus, load_qa
 from neocorrag_core.eval.protocol import BuildContext, Method, MethodInput, MethodOutput
-from neocorrag_core.eval.reader import NO_READER, NoReader, Reader
+from neocorrag_core.eval.reader import NO_READER, NoReader, Reader, ReaderOutput
 from neocorrag_core.eval.registry import available_methods, build_methods
 from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
 from neocorrag_core.eval.splits import SPLITS, in_split
@@ -36,6 +36,8 @@ from neocorrag_core.types import Passage
 logger = logging.getLogger(__name__)
 
 BASELINE = "none"
+ITERATIVE = "iterative"
+"""The evidence-state controller's main baseline: its methods are also compared to it."""
 DEFAULT_METHODS = (
     "none",
     "neocorrag-beam",
@@ -76,6 +78,8 @@ class EvalSettings:
     miner_overrides: dict[str, Any] = field(default_factory=dict)
     evireform_overrides: dict[str, Any] = field(default_factory=dict)
     """ReformulationConfig fields changed for the EviReform methods."""
+    belief_overrides: dict[str, Any] = field(default_factory=dict)
+    """BeliefConfig fields changed for the evidence-state controller's methods."""
     contexts_from: str | None = None
     """Out folder of an earlier run whose method contexts are replayed: only the reader runs."""
 
@@ -92,12 +96,19 @@ class EvalSettings:
             raise ValueError(f"--top-k must be >= 1, got {self.top_k}")
         if self.split is not None and self.split not in SPLITS:
             raise ValueError(f"--split must be one of {', '.join(SPLITS)}, got {self.split!r}")
+        from neocorrag_core.belief import BeliefConfig
+        from neocorrag_core.errors import ConfigError
         from neocorrag_core.evireform import ReformulationConfig
 
-        for name, base in (("miner", MinerConfig()), ("evireform", ReformulationConfig())):
+        bases: tuple[tuple[str, Any], ...] = (
+            ("miner", MinerConfig()),
+            ("evireform", ReformulationConfig()),
+            ("belief", BeliefConfig()),
+        )
+        for name, base in bases:
             try:
                 base.with_overrides(**getattr(self, f"{name}_overrides"))
-            except TypeError as err:  # an unknown field: a usage error, said in one line
+            except (TypeError, ConfigError) as err:  # a usage error, said in one line
                 raise ValueError(f"--{name}: {err}") from None
 
     def signature(self) -> dict[str, Any]:
@@ -116,6 +127,7 @@ class EvalSettings:
             "embeddings_threshold",
             "miner_overrides",
             "evireform_overrides",
+            "belief_overrides",
             "contexts_from",
         )
         signature = {k: getattr(self, k) for k in keys}
@@ -235,14 +247,20 @@ def score_record(
         "retrieved_ids": [p.id for p in retrieved],
         "context_ids": ids,
         "chain_text": output.chain_text,
-        "em": M.exact_match(answer.answer, example.answers),
-        "f1": M.f1_score(answer.answer, example.answers),
+        # An abstention is scored as a wrong answer (no credit, whatever the gold is).
+        "abstained": bool(output.abstained),
+        "em": 0.0 if output.abstained else M.exact_match(answer.answer, example.answers),
+        "f1": 0.0 if output.abstained else M.f1_score(answer.answer, example.answers),
         "recall": M.recall_at_k(ids, gold, k),
         "hit": M.hit_at_k(ids, gold, k),
         "chain": M.chain_at_k(ids, gold, k),
         "atd": len(ids),
         "aid": M.irrelevant_count(ids, gold),
         "empty": float(not ids),
+        # Every gold passage in the whole final context, however long (the controller's
+        # evidence may hold more than k passages).
+        "evidence_recall": M.recall_at_k(ids, gold, max(len(ids), 1)),
+        "retrieval_rounds": output.info.get("retrieval_rounds"),
         "retrieved_recall": M.recall_at_k([p.id for p in retrieved], gold, k),
         # Candidate-pool completeness (methods that retrieve again): every gold passage in
         # the first retrieval's pool / in the pool after residual retrieval.
@@ -253,6 +271,10 @@ def score_record(
         "method_generated_tokens": output.generated_tokens,
         "reader_prompt_tokens": answer.prompt_tokens,
         "reader_generated_tokens": answer.generated_tokens,
+        "total_tokens": output.prompt_tokens
+        + output.generated_tokens
+        + answer.prompt_tokens
+        + answer.generated_tokens,
         "timings": timings,
         "info": output.info,
         "peak_rss_mb": peak_rss_mb(),
@@ -307,6 +329,7 @@ def build_components(
     """Resolve models (the given objects win over the settings' specs) and build methods."""
     from neocorrag_core.models import resolve_embedder, resolve_lm
 
+    given_embedder = embedder
     embedder = resolve_embedder(embedder if embedder is not None else settings.embedder)
     config = MinerConfig().with_overrides(**settings.miner_overrides)
     lm_spec = lm if lm is not None else settings.lm
@@ -330,11 +353,17 @@ def build_components(
             if settings.corpus
             else pooled_corpus(load_qa(settings.data)[0])
         )
+    from neocorrag_core.models.bundled import default_cache_dir
+
+    # A pooled corpus's vectors are kept between runs when the embedder is named by a
+    # spec (the bundled default or a model name), which identifies its weights.
+    named = given_embedder is None
     retriever = Retriever(
         settings.retriever,  # type: ignore[arg-type]
         embedder=embedder,
         pool=settings.pool,  # type: ignore[arg-type]
         corpus=corpus,
+        vector_cache=default_cache_dir() / "eval-vectors" if named else None,
     )
     if settings.contexts_from:
         source = replay_source(settings)
@@ -345,6 +374,8 @@ def build_components(
             miner,
             embeddings_threshold=settings.embeddings_threshold,
             evireform_overrides=dict(settings.evireform_overrides),
+            belief_overrides=dict(settings.belief_overrides),
+            reader_lm=None if no_reader else reader_lm,
         )
         methods = build_methods(settings.methods, context)
     reader: Reader | NoReader = (
@@ -368,6 +399,7 @@ _REPLAY_KEYS = (
     "embeddings_threshold",
     "miner_overrides",
     "evireform_overrides",
+    "belief_overrides",
 )
 
 
@@ -532,7 +564,10 @@ def _run_one(
     method_seconds = time.perf_counter() - started
     if any(output.info.get(flag) for flag in ("replayed", "reused_chains", "reused")):
         method_seconds = output.timings.get("total", sum(output.timings.values()))
-    answer = parts.reader.answer(example.question, output.passages, output.chain_text)
+    if output.answered:  # the method answered by itself (its answer's cost is in its own)
+        answer = ReaderOutput(output.answer or "", output.answer or "", 0, 0, 0.0)
+    else:
+        answer = parts.reader.answer(example.question, output.passages, output.chain_text)
     timings = {"retrieve": retrieve_seconds}
     timings.update({f"method.{k}": v for k, v in output.timings.items()})
     timings["method"] = method_seconds
@@ -561,6 +596,11 @@ def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "atd": mean("atd"),
         "aid": mean("aid"),
         "empty": mean("empty"),
+        "abstention": float(np.mean([bool(r.get("abstained")) for r in records])) if n else 0.0,
+        "evidence_recall": _mean_known(r.get("evidence_recall") for r in records),
+        "retrieval_rounds": _mean_known(r.get("retrieval_rounds") for r in records),
+        "total_tokens": _mean_known(r.get("total_tokens") for r in records),
+        "final_actions": _count(r["info"].get("final_action") for r in records),
         "em": mean("em"),
         "f1": mean("f1"),
         "rcr": M.rcr(mean("f1"), mean("recall")),
@@ -619,22 +659,10 @@ def summarize(
     # Compare only questions every method finished, so all rows describe the same questions.
     complete = [q for q in ids if all(q in cache.load(m) for m in settings.methods)]
     aggregates = {m: aggregate([cache.load(m)[q] for q in complete]) for m in settings.methods}
-    comparisons: dict[str, Any] = {}
-    if BASELINE in settings.methods and complete:
-        base = cache.load(BASELINE)
-        for m in settings.methods:
-            if m == BASELINE:
-                continue
-            rows = cache.load(m)
-            comparisons[m] = {
-                key: M.paired_bootstrap(
-                    [rows[q][key] for q in complete],
-                    [base[q][key] for q in complete],
-                    resamples=settings.bootstrap,
-                    seed=settings.seed,
-                ).to_dict()
-                for key in ("f1", "aid", "em", "recall")
-            }
+    comparisons = _compare(settings, cache, complete, BASELINE, ("f1", "aid", "em", "recall"))
+    against_iterative = _compare(
+        settings, cache, complete, ITERATIVE, ("f1", "em", "evidence_recall", "total_tokens")
+    )
     return {
         "settings": asdict(settings),
         "data": {
@@ -647,8 +675,38 @@ def summarize(
         "questions_compared": len(complete),
         "methods": aggregates,
         "comparisons": comparisons,
+        "comparisons_iterative": against_iterative,
         "per_question": per_method,
     }
+
+
+def _compare(
+    settings: EvalSettings,
+    cache: ResultCache,
+    complete: Sequence[str],
+    baseline: str,
+    keys: Sequence[str],
+) -> dict[str, Any]:
+    """Paired bootstrap intervals of every other method's per-question ``keys`` minus the
+    baseline's (empty when the baseline was not run)."""
+    if baseline not in settings.methods or not complete:
+        return {}
+    base = cache.load(baseline)
+    out: dict[str, Any] = {}
+    for m in settings.methods:
+        if m == baseline:
+            continue
+        rows = cache.load(m)
+        out[m] = {
+            key: M.paired_bootstrap(
+                [float(rows[q].get(key) or 0.0) for q in complete],
+                [float(base[q].get(key) or 0.0) for q in complete],
+                resamples=settings.bootstrap,
+                seed=settings.seed,
+            ).to_dict()
+            for key in keys
+        }
+    return out
 
 
 def write_outputs(results: dict[str, Any], out: Path, *, plots: bool = True) -> None:

@@ -15,13 +15,14 @@ ROOT = Path(__file__).resolve().parents[2]
 COOKBOOKS = sorted((ROOT / "cookbooks").glob("*.ipynb"))
 
 
-def test_the_four_cookbooks_exist_and_are_valid_notebooks():
+def test_the_five_cookbooks_exist_and_are_valid_notebooks():
     names = [p.name for p in COOKBOOKS]
     assert names == [
         "01_langchain_compressor.ipynb",
         "02_llama_index_postprocessor.ipynb",
         "03_evidence_visualization.ipynb",
         "04_evidence_reformulation.ipynb",
+        "05_evidence_state_controller.ipynb",
     ]
     for path in COOKBOOKS:
         nbformat.validate(nbformat.read(path, as_version=4))
@@ -40,7 +41,12 @@ def test_cookbook_runs_top_to_bottom(path):
     client.execute()  # raises CellExecutionError, naming the cell, if any cell fails
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert "Evidence chains:" in text
+    if path.stem == "05_evidence_state_controller":  # the controller, no evidence chains
+        example_2 = text.split("final action:")[-1]  # the last episode printed
+        assert example_2.startswith(" answer, after 1 retrieval round;")
+        assert "dropped: van-hook-mirror" in text  # example 1, with the source policy
+    else:
+        assert "Evidence chains:" in text
     if path.stem == "04_evidence_reformulation":  # the wrapper finds the hop the plain one missed
         assert "gold documents found: 2 of 3" in text and "gold documents found: 3 of 3" in text
     if path.stem == "03_evidence_visualization":
@@ -103,3 +109,17 @@ def test_docs_evireform_snippets_find_the_missing_hop(heading):
     if heading == "LangChain":  # the plain retriever alone misses it
         plain = next(line for line in printed.splitlines() if line.startswith("plain:"))
         assert "San Francisco" not in plain
+
+
+@pytest.mark.real_models
+@pytest.mark.parametrize("number", [0, 1], ids=["langchain", "llamaindex"])
+def test_readme_belief_snippets_end_with_a_typed_action_on_retrieved_evidence(number):
+    pytest.importorskip("outlines")  # the bundled LM's verifier is schema-constrained
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = readme_snippet("Deciding when to search again (BeliefRAG)", number)
+        exec(compile(code, "README: BeliefRAG", "exec"), {})
+    words = out.getvalue().split()
+    assert words[0] in ("answer", "stop", "abstain")
+    # The final evidence is documents the retriever returned (ids d1..d3).
+    assert re.findall(r"'(d\d)'", out.getvalue()), out.getvalue()

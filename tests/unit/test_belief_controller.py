@@ -239,13 +239,15 @@ def test_a_failing_search_raises_a_retrieval_error_and_the_controller_stays_usab
     assert ctl.run(QUESTION, Retriever()).answer == "Stanley"
 
 
-def test_a_failing_model_call_propagates_and_leaves_nothing_behind():
+def test_a_failing_model_call_is_a_clear_error_and_leaves_nothing_behind():
+    from neocorrag_core.errors import ModelCallError
+
     class Broken(Verifier):
         def verify(self, question, passages, draft_answer):
             raise RuntimeError("verifier crashed")
 
     ctl = controller(verifier=Broken())
-    with pytest.raises(RuntimeError, match="verifier crashed"):
+    with pytest.raises(ModelCallError, match="the verifier failed: RuntimeError: verifier crashed"):
         ctl.run(QUESTION, Retriever())
     ctl.verifier = Verifier()
     assert ctl.run(QUESTION, Retriever()).answer == "Stanley"

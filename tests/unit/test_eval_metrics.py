@@ -142,3 +142,39 @@ def test_retriever_pools_and_ranks():
         Retriever("dense")
     with pytest.raises(ValueError, match="corpus"):
         Retriever("bm25", pool="corpus")
+
+
+def test_pooled_corpus_vectors_are_kept_between_runs_and_a_torn_file_is_ignored(tmp_path):
+    from conftest import bag_of_words_embedder
+
+    from neocorrag_core.eval.datasets import QAExample, make_passage
+    from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
+    from neocorrag_core.models import resolve_embedder
+
+    calls: list[int] = []
+    inner = resolve_embedder(bag_of_words_embedder())
+
+    class Counting:
+        name = "counting"
+
+        def embed(self, texts):
+            calls.append(len(texts))
+            return inner.embed(texts)
+
+    a, b = make_passage("A", "red apples"), make_passage("B", "blue sky")
+    q = QAExample("1", "which sky is blue", ("B",), (a, b), frozenset({b.id}))
+    corpus = pooled_corpus([q])
+    first = Retriever(
+        "dense", embedder=Counting(), pool="corpus", corpus=corpus, vector_cache=tmp_path
+    )
+    top = first.retrieve(q, 1)
+    assert calls == [2, 1] and len(list(tmp_path.glob("*.npy"))) == 1
+    second = Retriever(
+        "dense", embedder=Counting(), pool="corpus", corpus=corpus, vector_cache=tmp_path
+    )
+    assert second.retrieve(q, 1) == top and calls == [2, 1, 1]  # only the question embedded
+    next(tmp_path.glob("*.npy")).write_bytes(b"torn")
+    third = Retriever(
+        "dense", embedder=Counting(), pool="corpus", corpus=corpus, vector_cache=tmp_path
+    )
+    assert third.retrieve(q, 1) == top and calls[-2:] == [2, 1]  # embedded again

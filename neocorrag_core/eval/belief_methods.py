@@ -1,0 +1,299 @@
+"""The evidence-state controller in the benchmark, with the baselines it is measured against.
+
+* ``closed-book``: the answer generator with no documents.
+* ``single-shot``: the shared top-k, read once by the answer generator.
+* ``iterative``: fixed rounds of evidence-aware query writing and retrieval (the
+  EviReform query writer the controller uses), then one answer: BeliefRAG's main
+  baseline. It searches ``max_rounds`` times, or until the evidence workspace is full
+  (a search could then keep nothing new) or the token cap is reached.
+* ``belief``: :class:`~neocorrag_core.belief.BeliefController` with its defaults.
+* ``belief-no-correction`` / ``belief-prune-only`` / ``belief-frozen-answerability``:
+  the paper's ablations (no VERIFY; VERIFY drops without replacement; the first
+  answerability reused for the whole episode).
+* ``belief-chains``: ``belief`` whose verifier also sees the NeocorRAG evidence chains
+  mined from the evidence (:class:`~neocorrag_core.belief.ChainEvidenceVerifier`).
+
+Every method here answers by itself, with one shared answer generator (the reader's LM,
+the same prompt), so the runner does not call its reader; all share the retriever, the
+query writer, the verifier, the caps (:class:`~neocorrag_core.belief.BeliefConfig`) and
+the token accounting (every prompt with its contexts, each time it is sent, plus
+generated tokens). The first search of ``iterative`` and the controller asks the
+question itself, which is the shared top-k: it is served from ``MethodInput.passages``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from neocorrag_core.belief import (
+    AnswerabilityCalibrator,
+    BeliefComponents,
+    BeliefConfig,
+    BeliefController,
+    BeliefResult,
+    EvidenceWorkspace,
+    PromptBudget,
+    default_components,
+)
+from neocorrag_core.belief.answer import LMAnswerGenerator
+from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, SearchFn
+from neocorrag_core.models import LazyModels
+from neocorrag_core.search_calls import call_search
+from neocorrag_core.types import Passage
+
+BELIEF_METHODS = (
+    "closed-book",
+    "single-shot",
+    "iterative",
+    "belief",
+    "belief-no-correction",
+    "belief-prune-only",
+    "belief-frozen-answerability",
+    "belief-chains",
+)
+
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "belief": {},
+    "belief-chains": {},
+    "belief-no-correction": {"correct_problems": False},
+    "belief-prune-only": {"replace_dropped": False},
+    "belief-frozen-answerability": {"live_answerability": False},
+}
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What every method of one run shares: the components, the calibrator, the caps."""
+
+    components: BeliefComponents
+    calibrator: AnswerabilityCalibrator
+    config: BeliefConfig
+
+
+def first_round_search(call: MethodInput) -> SearchFn:
+    """``call.search``, except that the question itself at the shared k returns the shared
+    top-k (so every method's first round sees the same passages, retrieved once)."""
+
+    def search(query: str, k: int) -> list[Passage]:
+        if query == call.question and k <= len(call.passages):
+            return list(call.passages[:k])
+        return call.search(query, k)
+
+    return search
+
+
+class _Tally:
+    """Tokens of the model calls of one question."""
+
+    def __init__(self) -> None:
+        self.prompt = 0
+        self.generated = 0
+
+    def call(self, outcome: tuple[Any, Any]) -> Any:
+        value, usage = outcome
+        self.prompt += int(usage.prompt_tokens)
+        self.generated += int(usage.generated_tokens)
+        return value
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.generated
+
+
+def _answered(
+    passages: list[Passage],
+    answer: str | None,
+    tally: _Tally,
+    started: float,
+    info: dict[str, Any],
+    abstained: bool = False,
+) -> MethodOutput:
+    return MethodOutput(
+        passages=passages,
+        answer=answer,
+        abstained=abstained,
+        prompt_tokens=tally.prompt,
+        generated_tokens=tally.generated,
+        timings={"total": time.perf_counter() - started},
+        info=info,
+    )
+
+
+class ReadOnceMethod:
+    """``closed-book`` (no documents) or ``single-shot`` (the shared top-k, read once)."""
+
+    def __init__(self, name: str, shared: Shared) -> None:
+        self.name = name
+        self.shared = shared
+
+    def refine(self, call: MethodInput) -> MethodOutput:
+        """Answer from no documents, or from the shared top-k."""
+        started, tally = time.perf_counter(), _Tally()
+        passages = [] if self.name == "closed-book" else list(call.passages[: call.k])
+        draft = tally.call(self.shared.components.generator.answer(call.question, passages))
+        rounds = 0 if self.name == "closed-book" else 1
+        info = {"retrieval_rounds": rounds, "final_action": "answer"}
+        return _answered(passages, draft.text.strip() or None, tally, started, info)
+
+
+class IterativeMethod:
+    """Fixed rounds of query writing and retrieval, then one answer (no controller)."""
+
+    name = "iterative"
+
+    def __init__(self, shared: Shared) -> None:
+        self.shared = shared
+
+    def refine(self, call: MethodInput) -> MethodOutput:
+        """Search ``max_rounds`` times (fewer when the evidence is full or the token cap
+        would be passed), then answer from everything kept."""
+        started, tally = time.perf_counter(), _Tally()
+        config, parts = self.shared.config, self.shared.components
+        search = first_round_search(call)
+        workspace = EvidenceWorkspace(config.max_evidence)
+        asked: list[str] = []
+        queries: list[str] = []
+        stopped = "rounds"
+        round_cost = 0
+        for round_index in range(config.max_rounds):
+            if round_index and len(workspace) >= workspace.capacity:
+                stopped = "evidence full"
+                break
+            if round_index and tally.total + round_cost > config.max_tokens:
+                stopped = "token cap"
+                break
+            before = tally.total
+            if not asked:
+                query = call.question
+            else:
+                written = tally.call(
+                    parts.writer.next_query(call.question, workspace.passages, "", asked)
+                )
+                query = written or ""
+                if not query.strip() or query in asked:
+                    # Fixed rounds: a writer that judges the evidence sufficient (or repeats
+                    # itself) is asked for a rewording instead; the round is spent anyway.
+                    query = tally.call(parts.writer.rewrite(call.question, asked[-1], asked))
+            results = call_search(search, query, config.k)
+            workspace.add(results, step=round_index, reason=f"round {round_index + 1}: {query}")
+            asked.append(query)
+            queries.append(query)
+            round_cost = max(round_cost, tally.total - before)
+        draft = tally.call(parts.generator.answer(call.question, workspace.passages))
+        info = {
+            "retrieval_rounds": len(asked),
+            "queries": queries,
+            "stopped": stopped,
+            "final_action": "answer",
+            "first_pool_ids": [p.id for p in call.passages],
+        }
+        return _answered(workspace.passages, draft.text.strip() or None, tally, started, info)
+
+
+class BeliefMethod:
+    """One controller episode per question (``belief`` or one of its ablations)."""
+
+    def __init__(self, name: str, controller: BeliefController, overrides: dict[str, Any]) -> None:
+        self.name = name
+        self.controller = controller
+        self.overrides = overrides
+
+    def refine(self, call: MethodInput) -> MethodOutput:
+        """Run the episode; the controller's final evidence and answer are the output."""
+        result = self.controller.run(call.question, first_round_search(call), **self.overrides)
+        return belief_output(result, call, self.controller.calibrator.version)
+
+
+def belief_output(result: BeliefResult, call: MethodInput, calibrator: str = "") -> MethodOutput:
+    """A controller result as a benchmark record (the trajectory goes into ``info``)."""
+    retrieved: dict[str, None] = {}
+    for step in result.steps:
+        retrieved.update(dict.fromkeys(step.retrieved_ids))
+    info = {
+        "retrieval_rounds": result.retrieval_rounds,
+        "final_action": result.final_action.value,
+        "trajectory": result.trajectory,
+        "mutations": [
+            {"kind": m.kind, "ids": list(m.passage_ids), "step": m.step, "reason": m.reason}
+            for m in result.mutations
+        ],
+        "first_pool_ids": [p.id for p in call.passages],
+        "pool_ids": list(retrieved),
+        "calibrator": calibrator,
+    }
+    return MethodOutput(
+        passages=list(result.evidence),
+        answer=result.answer,
+        abstained=result.abstained,
+        prompt_tokens=result.prompt_tokens,
+        generated_tokens=result.generated_tokens,
+        timings=dict(result.timings),
+        info=info,
+    )
+
+
+def _shared(context: BuildContext) -> Shared:
+    found = context.shared.get("belief")
+    if isinstance(found, Shared):
+        return found
+    config = BeliefConfig().with_overrides(**context.belief_overrides)
+    models = context.miner.models
+    budget = PromptBudget(max_passages=config.max_evidence)
+    components = default_components(
+        models=models, config=config, budget=budget, triple_source=context.miner.triple_source
+    )
+    if context.reader_lm is not None:
+        # The answering model is the run's reader, so ``--reader`` changes the generator
+        # of every method here alike; the verifier and the writer stay on ``--lm``.
+        reader_models = LazyModels(embedder=None, lm=context.reader_lm)
+        generator = LMAnswerGenerator(models=reader_models, budget=budget)
+        components = BeliefComponents(
+            verifier=components.verifier,
+            generator=generator,
+            writer=components.writer,
+            relevance=components.relevance,
+        )
+    shared = Shared(components, AnswerabilityCalibrator.load(), config)
+    context.shared["belief"] = shared
+    return shared
+
+
+def _chain_verifier(shared: Shared, context: BuildContext) -> Any:
+    from neocorrag_core.belief import ChainEvidenceVerifier, LMVerifier
+
+    # Room for the chain document, so a full workspace still shows every passage.
+    budget = PromptBudget(max_passages=shared.config.max_evidence + 1)
+    inner = LMVerifier(models=context.miner.models, budget=budget)
+    return ChainEvidenceVerifier(inner, context.miner)
+
+
+def build(name: str, context: BuildContext) -> Any:
+    """Factory of the :data:`BELIEF_METHODS`; methods built together share one set of
+    components (and so one load of each model)."""
+    if name not in BELIEF_METHODS:
+        raise ValueError(f"unknown belief method {name!r}")
+    shared = _shared(context)
+    if name in ("closed-book", "single-shot"):
+        return ReadOnceMethod(name, shared)
+    if name == "iterative":
+        return IterativeMethod(shared)
+    parts = shared.components.as_kwargs()
+    if name == "belief-chains":
+        parts["verifier"] = _chain_verifier(shared, context)
+    controller = BeliefController(**parts, calibrator=shared.calibrator, config=shared.config)
+    return BeliefMethod(name, controller, ABLATIONS[name])
+
+
+__all__ = [
+    "ABLATIONS",
+    "BELIEF_METHODS",
+    "BeliefMethod",
+    "IterativeMethod",
+    "ReadOnceMethod",
+    "Shared",
+    "belief_output",
+    "build",
+    "first_round_search",
+]

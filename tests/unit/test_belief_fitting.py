@@ -1,0 +1,297 @@
+"""Fitting the answerability calibrator: rows and labels, L2 selection, the fit script."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neocorrag_core.belief import (
+    Action,
+    AnswerabilityCalibrator,
+    Belief,
+    BeliefResult,
+    CalibrationRow,
+    Decision,
+    Diagnostics,
+    Step,
+    fit_and_select,
+    fit_from_episodes,
+    fit_from_records,
+    rows_from_trajectories,
+)
+from neocorrag_core.belief.fitting import log_loss
+from neocorrag_core.errors import InputError
+from neocorrag_core.eval.splits import calibration_split_of, split_of
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "fit_calibrator.py"
+DAY = datetime.date(2024, 5, 1)
+
+
+def diagnostics(support: float, **extra: float | None) -> dict:
+    base = {
+        "relevance": 0.6,
+        "novelty": 0.5,
+        "cost": 0.2,
+        "support": support,
+        "conflict": 0.1,
+        "uncertainty": 1 - support,
+        "gap": 0.5,
+        "missing_fact": "",
+        "drop_ids": [],
+    }
+    return base | extra
+
+
+def step(index: int, draft: str, support: float, **extra: float | None) -> dict:
+    return {
+        "step": index,
+        "action": "retrieve",
+        "diagnostics": diagnostics(support, **extra),
+        "answerability": 0.5,
+        "draft_answer": draft,
+    }
+
+
+def record(qid: str, steps: list[dict], answers: tuple[str, ...] = ("Stanley",)) -> dict:
+    return {
+        "qid": qid,
+        "question": f"question {qid}?",
+        "answers": list(answers),
+        "prediction": steps[-1]["draft_answer"] if steps else "",
+        "f1": 0.0,
+        "info": {"trajectory": steps},
+    }
+
+
+def tune_ids(n: int, prefix: str = "q") -> list[str]:
+    """``n`` question ids of the tune half (the only ones a benchmark fit uses)."""
+    out, i = [], 0
+    while len(out) < n:
+        if split_of(f"{prefix}{i}") == "tune":
+            out.append(f"{prefix}{i}")
+        i += 1
+    return out
+
+
+def synthetic_records(ids: list[str], seed: int = 0) -> list[dict]:
+    """Three measured steps per question; the draft is right with probability rising in
+    support (a logistic truth), so a fitted model must give support a positive weight."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for qid in ids:
+        steps = [step(0, "", 0.5)]  # the first step measured nothing: no row
+        for s in range(1, 4):
+            support = float(rng.uniform(0, 1))
+            right = rng.uniform() < 1 / (1 + math.exp(-8 * (support - 0.5)))
+            steps.append(step(s, "Stanley" if right else "Mountrail County", support))
+        records.append(record(qid, steps))
+    return records
+
+
+def row(qid: str, label: int, **features: float) -> CalibrationRow:
+    return CalibrationRow(qid=qid, step=1, features=features, label=label, f1=float(label))
+
+
+# -- rows and labels ----------------------------------------------------------------------
+
+
+def test_rows_label_each_measured_step_by_the_f1_of_its_draft():
+    steps = [
+        step(0, "", 0.5),
+        step(1, "Paris", 0.8, answer_confidence=0.9),  # F1 2/3 against "Paris, France"
+        step(2, "London", 0.3, answer_confidence=None),
+        step(3, "the Paris France", 0.9),  # normalized: exact
+    ]
+    rows = rows_from_trajectories([record("a", steps, answers=("Paris, France", "Lutetia"))])
+    assert [(r.qid, r.step, r.label) for r in rows] == [("a", 1, 1), ("a", 2, 0), ("a", 3, 1)]
+    assert rows[0].f1 == pytest.approx(2 / 3)
+    assert rows[0].features == {
+        "relevance": 0.6,
+        "novelty": 0.5,
+        "cost": 0.2,
+        "support": 0.8,
+        "conflict": 0.1,
+        "uncertainty": pytest.approx(0.2),
+        "gap": 0.5,
+        "answer_confidence": 0.9,
+    }
+    assert "answer_confidence" not in rows[1].features  # not measured: left out, not zero
+    strict = rows_from_trajectories([record("a", steps, ("Paris, France",))], success_f1=0.7)
+    assert [r.label for r in strict] == [0, 0, 1]
+
+
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        ([{"qid": "a", "info": {"trajectory": []}}], "lacks answers"),
+        ([record("a", [step(1, "x", 0.5)], answers=())], "answers must be"),
+        ([{"qid": "a", "answers": ["x"], "info": {}}], "info.trajectory"),
+        ([record("a", [step(0, "", 0.5)]), record("b", [])], "no step of the 2 record"),
+        ([record("a", [step(1, "x", 0.5, gap="high")])], "gap is 'high'"),
+        ([record("a", [{"step": 1, "draft_answer": "x"}])], "no diagnostics"),
+        (["not a record"], "record 1 is not an object"),
+        ([], "no step of the 0 record"),
+    ],
+)
+def test_malformed_records_are_clear_input_errors(records, message):
+    with pytest.raises(InputError, match=message):
+        rows_from_trajectories(records)
+
+
+# -- fitting and selection ----------------------------------------------------------------
+
+
+def test_selection_prefers_strong_l2_when_train_separates_but_dev_disagrees():
+    # Train: support separates the labels perfectly, so a weak penalty sends the weight
+    # towards infinity; dev: the same supports with half the labels swapped.
+    train = [row(f"t{i}", int(s > 0.5), support=s) for i, s in enumerate([0.1, 0.2, 0.8, 0.9] * 3)]
+    dev = [row(f"d{i}", int(i % 2 == 0), support=s) for i, s in enumerate([0.1, 0.9] * 4)]
+    calibrator, report = fit_and_select(train, dev, l2_grid=(0.001, 1.0, 100.0), date=DAY)
+    assert report["l2"] == 100.0
+    losses = {c["l2"]: c["dev_log_loss"] for c in report["l2_grid"]}
+    assert losses[100.0] < losses[1.0] < losses[0.001]
+    assert calibrator.meta["l2"] == 100.0 and calibrator.features == ("support",)
+
+
+def test_selection_prefers_weak_l2_when_dev_follows_train():
+    ids = [f"q{i}" for i in range(600)]
+    rows = rows_from_trajectories(synthetic_records(ids, seed=1))
+    train = [r for r in rows if r.qid in set(ids[:400])]
+    dev = [r for r in rows if r.qid in set(ids[400:])]
+    calibrator, report = fit_and_select(train, dev, l2_grid=(0.1, 3000.0), date=DAY)
+    assert report["l2"] == 0.1
+    support = calibrator.weights[calibrator.features.index("support")]
+    assert support > 0
+    # The chosen model is the one fitted on train: its dev log loss is the grid's minimum.
+    assert report["fitted"]["dev"]["log_loss"] == pytest.approx(
+        min(c["dev_log_loss"] for c in report["l2_grid"])
+    )
+    assert report["fitted"]["dev"]["log_loss"] < report["base_rate_constant"]["dev"]["log_loss"]
+    assert report["fitted"]["dev"]["rows"] == len(dev)
+    assert report["fitted"]["dev"]["questions"] == 200
+    assert report["fitted"]["train"]["base_rate"] == pytest.approx(
+        np.mean([r.label for r in train])
+    )
+    assert sum(b["count"] for b in report["fitted"]["dev"]["reliability"]) == len(dev)
+    assert set(report["prior"]["dev"]) >= {"brier", "ece", "log_loss", "reliability"}
+
+
+def test_the_comparison_prior_is_the_hand_set_file_even_after_the_default_changes(monkeypatch):
+    from neocorrag_core.belief import calibrator as module
+
+    monkeypatch.setattr(module, "DEFAULT_FILE", "no_such_file.json")
+    train = [row(f"t{i}", i % 2, support=0.2 + 0.6 * (i % 2)) for i in range(10)]
+    _, report = fit_and_select(train, train, l2_grid=(1.0,), date=DAY)
+    assert report["prior"]["version"] == "prior-1"
+
+
+def test_one_class_or_empty_splits_are_refused():
+    both = [row("a", 1, support=0.9), row("b", 0, support=0.1)]
+    with pytest.raises(InputError, match="every one of the 2 train rows is a right answer"):
+        fit_and_select([row("a", 1, support=0.9), row("b", 1, support=0.8)], both)
+    with pytest.raises(InputError, match="dev rows is a wrong answer"):
+        fit_and_select(both, [row("c", 0, support=0.2)])
+    with pytest.raises(InputError, match="dev split has no rows"):
+        fit_and_select(both, [])
+    with pytest.raises(InputError, match="l2_grid"):
+        fit_and_select(both, both, l2_grid=(-1.0,))
+
+
+def test_records_split_by_question_and_the_report_half_is_dropped():
+    tune = tune_ids(90)
+    report_half = [f"r{i}" for i in range(60) if split_of(f"r{i}") == "report"][:5]
+    records = synthetic_records(tune + report_half, seed=2)
+    calibrator, report = fit_from_records(records, date=DAY)
+    assert report["report_half_dropped"] == 5
+    fitted = report["fitted"]
+    assert fitted["train"]["questions"] + fitted["dev"]["questions"] == 90
+    assert fitted["dev"]["questions"] == sum(calibration_split_of(q) == "dev" for q in tune)
+    assert calibrator.meta["split"]["calibration_salt"] == "neocorrag-calib-v1"
+    assert calibrator.version.startswith("fit-20240501-")
+    again, _ = fit_from_records(records, date=DAY)
+    other, _ = fit_from_records(synthetic_records(tune, seed=3), date=DAY)
+    assert again.version == calibrator.version != other.version
+    with pytest.raises(InputError, match="report half"):
+        fit_from_records(synthetic_records(report_half), date=DAY)
+
+
+def test_fit_from_episodes_refits_on_a_users_results_in_one_call():
+    rng = np.random.default_rng(4)
+    results, answers = [], []
+    for i in range(60):
+        steps = []
+        for s in range(3):
+            support = float(rng.uniform(0, 1))
+            right = rng.uniform() < support
+            steps.append(
+                Step(
+                    index=s,
+                    diagnostics=Diagnostics(0.5, 0.5, 0.1 * s, support, 0.1, 0.5, 0.5),
+                    belief=Belief(),
+                    answerability=0.5,
+                    retrieval_value=0.2,
+                    decision=Decision(Action.RETRIEVE, "test"),
+                    draft_answer="Stanley" if right else "Bismarck",
+                )
+            )
+        results.append(
+            BeliefResult(f"question {i}?", "Stanley", False, Action.STOP, [], steps=steps)
+        )
+        answers.append(["Stanley"])
+    calibrator, report = fit_from_episodes(results, answers)
+    rows = report["fitted"]["train"]["rows"] + report["fitted"]["dev"]["rows"]
+    assert rows == 180 and report["report_half_dropped"] == 0  # every question is used
+    assert calibrator.meta["source"] == "fit_from_episodes"
+    assert 0.0 <= calibrator.predict(results[0].steps[0].diagnostics) <= 1.0
+    with pytest.raises(InputError, match="one answers list"):
+        fit_from_episodes(results, answers[:-1])
+
+
+def test_log_loss_matches_its_definition():
+    assert log_loss([0.8, 0.25], [1, 0]) == pytest.approx(-(math.log(0.8) + math.log(0.75)) / 2)
+    assert math.isfinite(log_loss([0.0, 1.0], [1, 0]))  # clipped, not infinite
+
+
+# -- the script ---------------------------------------------------------------------------
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("fit_calibrator", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_script_writes_a_loadable_file_a_report_and_a_plot(tmp_path, capsys):
+    results = tmp_path / "run" / "results.json"
+    results.parent.mkdir()
+    per_question = {"belief-x": synthetic_records(tune_ids(80), seed=5)}
+    settings = {"data": "musique.jsonl", "split": "tune", "lm": None, "reader": "default"}
+    results.write_text(json.dumps({"settings": settings, "per_question": per_question}))
+    out, report_path, plot = tmp_path / "a.json", tmp_path / "r" / "c.json", tmp_path / "p.png"
+    argv = ["--results", str(results), "--method", "belief-x", "--out", str(out)]
+    argv += ["--report", str(report_path), "--plot", str(plot), "--l2", "0.1", "10"]
+    assert load_script().main(argv) == 0
+
+    calibrator = AnswerabilityCalibrator.load(out)
+    report = json.loads(report_path.read_text())
+    assert calibrator.version == report["version"] and calibrator.meta["fitted"] is True
+    assert calibrator.meta["script"] == "benchmarks/fit_calibrator.py"
+    assert calibrator.meta["data_files"][0]["path"] == str(results)
+    assert calibrator.meta["dev"]["brier"] == pytest.approx(report["fitted"]["dev"]["brier"])
+    assert report["l2"] in (0.1, 10.0)
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    printed = capsys.readouterr().out
+    assert f"| fitted `{calibrator.version}`" in printed and "| prior `prior-1` | dev |" in printed
+
+    assert load_script().main(["--results", str(results), "--out", str(out)]) == 2
+    assert "no per-question records of method 'belief' (it has: belief-x)" in (
+        capsys.readouterr().err
+    )

@@ -1,0 +1,109 @@
+"""The evidence-state controller's benchmark methods on tiny models: every method answers by
+itself, ends with a typed action, honours the caps, and is compared with ``iterative``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_eval_runner import run, settings_for
+
+from neocorrag_core.belief import BeliefConfig
+from neocorrag_core.eval.belief_methods import first_round_search
+from neocorrag_core.eval.datasets import QAExample
+from neocorrag_core.eval.protocol import MethodInput, MethodOutput
+from neocorrag_core.eval.reader import ReaderOutput
+from neocorrag_core.eval.runner import EvalSettings, score_record
+from neocorrag_core.types import Passage
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+METHODS = (
+    "closed-book",
+    "single-shot",
+    "iterative",
+    "belief",
+    "belief-no-correction",
+    "belief-prune-only",
+    "belief-frozen-answerability",
+    "belief-chains",
+)
+CAPS = {"max_rounds": 2, "max_evidence": 6, "max_tokens": 6000}
+
+
+def test_every_method_answers_itself_within_the_caps(tmp_path, tiny_lm):
+    # One question keeps the seven methods' tiny-model episodes cheap; the branches are
+    # covered by the controller's own tests.
+    settings = settings_for(tmp_path, methods=METHODS, belief_overrides=CAPS, plots=False, limit=1)
+    results = run(settings, tiny_lm)
+    assert results["questions_compared"] == 1
+    config = BeliefConfig().with_overrides(**CAPS)
+    for name in METHODS:
+        for record in results["per_question"][name]:
+            assert record["reader_prompt_tokens"] == 0, name  # the runner's reader never ran
+            assert record["info"]["final_action"] in {"answer", "stop", "abstain"}, name
+            assert record["retrieval_rounds"] <= config.max_rounds, name
+            assert len(record["context_ids"]) <= config.max_evidence, name
+            assert record["total_tokens"] == (
+                record["method_prompt_tokens"] + record["method_generated_tokens"]
+            )
+            if record["abstained"]:
+                assert record["f1"] == 0.0 and record["prediction"] == ""
+    closed = results["per_question"]["closed-book"]
+    assert all(r["context_ids"] == [] and r["retrieval_rounds"] == 0 for r in closed)
+    single = results["per_question"]["single-shot"]
+    assert all(r["context_ids"] == r["retrieved_ids"] for r in single)
+    for record in results["per_question"]["belief"]:
+        steps = record["info"]["trajectory"]
+        assert steps and steps[-1]["action"] == record["info"]["final_action"]
+        assert all(step["reason"] for step in steps)
+        # The first search is the question itself, served from the shared top-k.
+        assert set(steps[0]["retrieved_ids"]) == set(record["retrieved_ids"])
+        dropped = {i for m in record["info"]["mutations"] if m["kind"] == "drop" for i in m["ids"]}
+        assert not dropped & set(record["context_ids"])
+    assert set(results["comparisons_iterative"]) == set(METHODS) - {"iterative"}
+    assert results["comparisons"] == {}  # `none` was not run
+    agg = results["methods"]["belief"]
+    assert 0.0 <= agg["abstention"] <= 1.0 and agg["total_tokens"] > 0
+    report = (Path(settings.out) / "report.md").read_text()
+    assert "Methods that answer by themselves" in report and "against `iterative`" in report
+    saved = json.loads((Path(settings.out) / "results.json").read_text())
+    assert saved["settings"]["belief_overrides"] == CAPS
+
+
+def test_an_abstention_scores_zero_even_when_the_gold_matches():
+    example = QAExample(
+        id="q", question="Who?", answers=("Stanley",), passages=(), gold_ids=frozenset()
+    )
+    answered = ReaderOutput("Stanley", "Stanley", 0, 0, 0.0)
+    kept = score_record(example, "m", [], MethodOutput([], answer="Stanley"), answered, {}, 5)
+    assert kept["f1"] == 1.0 and not kept["abstained"]
+    nothing = ReaderOutput("", "", 0, 0, 0.0)
+    gone = score_record(example, "m", [], MethodOutput([], abstained=True), nothing, {}, 5)
+    assert gone["f1"] == 0.0 and gone["em"] == 0.0 and gone["abstained"]
+
+
+def test_the_question_itself_is_served_from_the_shared_top_k():
+    shared = [Passage(id=f"p{i}", text=f"text {i}") for i in range(5)]
+    asked: list[tuple[str, int]] = []
+
+    def search(query: str, k: int) -> list[Passage]:
+        asked.append((query, k))
+        return [Passage(id="new", text="new")]
+
+    call = MethodInput("the question", shared, search, 5)
+    wrapped = first_round_search(call)
+    assert wrapped("the question", 5) == shared and wrapped("the question", 3) == shared[:3]
+    assert asked == []
+    assert [p.id for p in wrapped("another query", 5)] == ["new"]
+    assert asked == [("another query", 5)]
+
+
+def test_a_bad_belief_override_is_a_one_line_usage_error(tmp_path):
+    with pytest.raises(ValueError, match="--belief"):
+        EvalSettings(data="x", out=str(tmp_path), methods=("belief",), belief_overrides={"nope": 1})
+    with pytest.raises(ValueError, match="--belief"):
+        EvalSettings(
+            data="x", out=str(tmp_path), methods=("belief",), belief_overrides={"max_rounds": 0}
+        )
