@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from neocorrag_core.belief.fitting import DEFAULT_L2_GRID, SUCCESS_F1, fit_from_results
+from neocorrag_core.belief.fitting import DEFAULT_L2_GRID, SUCCESS_F1, TARGETS, fit_from_results
 from neocorrag_core.errors import NeocorragError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,6 +76,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="a draft answer is right at token F1 >= this",
     )
     parser.add_argument("--version", default=None, help="override fit-<date>-<hash>")
+    parser.add_argument(
+        "--target",
+        choices=TARGETS,
+        default="answerability",
+        help="answerability (the calibrator) or after_search (the answer after one more "
+        "search: the retrieval value's model, written to belief/data/after_search.json)",
+    )
     return parser.parse_args(argv)
 
 
@@ -168,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         calibrator, report = fit_from_results(
             args.results,
             method=args.method,
+            target=args.target,
             success_f1=args.success_f1,
             l2_grid=args.l2,
             version=args.version,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, TypeVar
 
 from neocorrag_core.belief import (
+    AFTER_SEARCH_FILE,
     AnswerabilityCalibrator,
     BeliefConfig,
     BeliefController,
@@ -121,6 +122,8 @@ class BeliefEngine:
         k: passages asked of each search (``None`` = ``config.k``, 5).
         config: a :class:`~neocorrag_core.belief.BeliefConfig` or a dict of its fields.
         calibrator: the answerability model (default: the coefficient file shipped).
+        after_search: the model of the answer after one more search, in the retrieval
+            value (default: the coefficient file shipped).
         embedder: for the relevance diagnostic (and the chains' miner); anything
             :func:`~neocorrag_core.models.resolve_embedder` accepts (``None`` = bundled).
         models: share lazily loaded models: a ``LazyModels``, an ``EvidenceChainMiner``,
@@ -159,6 +162,7 @@ class BeliefEngine:
         k: Any = None,
         config: Any = None,
         calibrator: AnswerabilityCalibrator | None = None,
+        after_search: AnswerabilityCalibrator | None = None,
         embedder: Any = None,
         models: ModelsSource | None = None,
         chains_for_verifier: bool = False,
@@ -175,6 +179,7 @@ class BeliefEngine:
                 k=k,
                 config=config,
                 calibrator=calibrator,
+                after_search=after_search,
                 embedder=embedder,
                 models=models,
                 chains_for_verifier=chains_for_verifier or None,
@@ -188,11 +193,12 @@ class BeliefEngine:
         check_bool(owner, "chains_for_verifier", chains_for_verifier)
         if chains_decoding is not None:
             check_choice(owner, "chains_decoding", chains_decoding, ("none", "beam", "rank"))
-        if calibrator is not None and not isinstance(calibrator, AnswerabilityCalibrator):
-            raise ConfigError(
-                f"{owner}.calibrator must be an AnswerabilityCalibrator or None, "
-                f"got {type(calibrator).__name__}"
-            )
+        for name, model in (("calibrator", calibrator), ("after_search", after_search)):
+            if model is not None and not isinstance(model, AnswerabilityCalibrator):
+                raise ConfigError(
+                    f"{owner}.{name} must be an AnswerabilityCalibrator or None, "
+                    f"got {type(model).__name__}"
+                )
         if miner is not None and not isinstance(miner, EvidenceChainMiner):
             raise ConfigError(
                 f"{owner}.miner must be an EvidenceChainMiner or None, got {type(miner).__name__}"
@@ -237,6 +243,7 @@ class BeliefEngine:
         self.llm = llm
         self.models = shared
         self.calibrator = calibrator or AnswerabilityCalibrator.load()
+        self.after_search = after_search or AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE)
         self.chains_decoding = chains_decoding
         self.miner = None
         if chains_for_verifier:
@@ -268,6 +275,7 @@ class BeliefEngine:
         self.llm = None
         self.models = None
         self.calibrator = controller.calibrator
+        self.after_search = controller.after_search
         self.chains_decoding = None
         self.miner = None
         self.controller = controller
@@ -299,6 +307,7 @@ class BeliefEngine:
             writer=parts.writer,
             relevance=parts.relevance,
             calibrator=self.calibrator,
+            after_search=self.after_search,
             config=self.config,
         )
 

@@ -542,6 +542,8 @@ class BeliefQueryEngine(BaseQueryEngine):
         config: a :class:`~neocorrag_core.belief.BeliefConfig` or a dict of its fields.
         calibrator: an :class:`~neocorrag_core.belief.AnswerabilityCalibrator` (default:
             the coefficient file shipped; see ``docs/belief.md``).
+        after_search: the model of the answer after one more search, in the retrieval
+            value (same type; default: the file shipped).
         embedder: for the relevance diagnostic (``None`` = the bundled MiniLM).
         models: share lazily loaded models with a postprocessor, a miner or a ``LazyModels``.
         chains_for_verifier: also show the verifier the NeocorRAG evidence chains mined
@@ -570,6 +572,7 @@ class BeliefQueryEngine(BaseQueryEngine):
         k: int | None = None,
         config: BeliefConfig | dict[str, Any] | None = None,
         calibrator: AnswerabilityCalibrator | None = None,
+        after_search: AnswerabilityCalibrator | None = None,
         embedder: Any = None,
         models: ModelsSource | None = None,
         chains_for_verifier: bool = False,
@@ -603,6 +606,7 @@ class BeliefQueryEngine(BaseQueryEngine):
             k=k,
             config=config,
             calibrator=calibrator,
+            after_search=after_search,
             embedder=embedder,
             models=models,
             chains_for_verifier=chains_for_verifier,

@@ -12,6 +12,7 @@ components: ``verifier``, ``answer``, ``writer``, ``relevance``, built together 
 
 from .answer import LMAnswerGenerator
 from .calibrator import (
+    AFTER_SEARCH_FILE,
     AnswerabilityCalibrator,
     brier_score,
     expected_calibration_error,
@@ -24,6 +25,7 @@ from .components import (
     QueryWriter,
     RelevanceScorer,
     Usage,
+    UsageTally,
     Verifier,
     VerifierReply,
 )
@@ -47,6 +49,7 @@ from .workspace import Added, EvidenceWorkspace
 from .writer import LMQueryWriter
 
 __all__ = [
+    "AFTER_SEARCH_FILE",
     "PRIOR_COEFFICIENTS",
     "Action",
     "Added",
@@ -74,6 +77,7 @@ __all__ = [
     "RelevanceScorer",
     "Step",
     "Usage",
+    "UsageTally",
     "Verifier",
     "VerifierReply",
     "VerifierStats",

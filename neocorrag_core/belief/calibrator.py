@@ -26,7 +26,11 @@ from .types import DIAGNOSTIC_NAMES, Diagnostics
 
 FORMAT = "neocorrag-answerability"
 FORMAT_VERSION = 1
-DEFAULT_FILE = "answerability_prior.json"
+DEFAULT_FILE = "answerability.json"
+"""The shipped answerability model (in ``neocorrag_core/belief/data``)."""
+AFTER_SEARCH_FILE = "after_search.json"
+"""The shipped model of the answer's chance of being right after one more search, the
+fitted part of the retrieval value (:func:`~neocorrag_core.belief.rules.retrieval_value`)."""
 
 
 @dataclass(frozen=True)
@@ -76,12 +80,16 @@ class AnswerabilityCalibrator:
     # -- files --------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> AnswerabilityCalibrator:
-        """Read a coefficient file; ``None``: the one shipped with neocorrag."""
+    def load(
+        cls, path: str | Path | None = None, *, shipped: str = DEFAULT_FILE
+    ) -> AnswerabilityCalibrator:
+        """Read a coefficient file; ``None``: the file called ``shipped`` that comes with
+        neocorrag (:data:`DEFAULT_FILE`, or :data:`AFTER_SEARCH_FILE` for the model of
+        the answer after one more search)."""
         if path is None:
-            text = resources.files("neocorrag_core.belief").joinpath("data").joinpath(DEFAULT_FILE)
+            text = resources.files("neocorrag_core.belief").joinpath("data").joinpath(shipped)
             raw = text.read_text(encoding="utf-8")
-            origin = f"neocorrag_core/belief/data/{DEFAULT_FILE}"
+            origin = f"neocorrag_core/belief/data/{shipped}"
         else:
             origin = str(path)
             try:
@@ -241,6 +249,8 @@ def expected_calibration_error(
 
 
 __all__ = [
+    "AFTER_SEARCH_FILE",
+    "DEFAULT_FILE",
     "AnswerabilityCalibrator",
     "brier_score",
     "expected_calibration_error",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from neocorrag_core.types import Passage
 
@@ -26,6 +26,29 @@ class Usage:
     def total(self) -> int:
         """Prompt plus generated tokens."""
         return self.prompt_tokens + self.generated_tokens
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class UsageTally:
+    """Tokens of the model calls of one episode (or one benchmark question) so far."""
+
+    prompt: int = 0
+    generated: int = 0
+
+    def call(self, outcome: tuple[T, Usage]) -> T:
+        """Count one component call's ``(value, Usage)`` and hand back its value."""
+        value, usage = outcome
+        self.prompt += int(usage.prompt_tokens)
+        self.generated += int(usage.generated_tokens)
+        return value
+
+    @property
+    def total(self) -> int:
+        """Prompt plus generated tokens."""
+        return self.prompt + self.generated
 
 
 @dataclass(frozen=True)
@@ -107,6 +130,7 @@ __all__ = [
     "QueryWriter",
     "RelevanceScorer",
     "Usage",
+    "UsageTally",
     "Verifier",
     "VerifierReply",
 ]

@@ -24,7 +24,11 @@ class BeliefConfig:
             REWRITE instead of another RETRIEVE with the same query style (0.20).
         abstain_below: when the controller runs out of useful actions it ABSTAINs if the
             answerability is below this, else it STOPs with a best-effort answer. The
-            paper does not give this value; 0.20 is our prior.
+            paper gives no value. 0.05: abstain only where a right answer is very
+            unlikely. A calibrated answerability is about the generator's hit rate, which
+            is near 0.1 for the bundled 0.5B on multi-hop questions, so 0.20 (the earlier
+            prior) abstained on every MuSiQue tune question (docs/belief.md). Raise it
+            when a wrong answer costs you more than no answer.
 
     Caps (every episode ends with a typed action when one is hit)
         k: passages asked of each search.
@@ -43,6 +47,10 @@ class BeliefConfig:
             searching for replacements.
         live_answerability: ``False`` is the frozen-answerability ablation: the first
             step's answerability is reused for the whole episode.
+        fitted_retrieval_value: ``True``: the value of another search is the expected
+            gain of the fitted after-search model over the answerability; ``False``: the
+            unfitted prior ``gap * (1 - answerability) * (1 - cost)``
+            (:func:`~neocorrag_core.belief.rules.retrieval_value`).
     """
 
     answer_threshold: float = 0.50
@@ -50,7 +58,7 @@ class BeliefConfig:
     reliability_threshold: float = 0.30
     min_retrieval_value: float = 0.10
     low_novelty: float = 0.20
-    abstain_below: float = 0.20
+    abstain_below: float = 0.05
     k: int = 5
     max_rounds: int = 4
     max_tokens: int = 12000
@@ -60,6 +68,7 @@ class BeliefConfig:
     correct_problems: bool = True
     replace_dropped: bool = True
     live_answerability: bool = True
+    fitted_retrieval_value: bool = True
 
     def __post_init__(self) -> None:
         owner = "BeliefConfig"
@@ -76,7 +85,12 @@ class BeliefConfig:
         for name in ("k", "max_rounds", "max_tokens", "max_evidence"):
             check_int(owner, name, getattr(self, name), minimum=1)
         check_int(owner, "max_corrections", self.max_corrections, minimum=0)
-        for name in ("correct_problems", "replace_dropped", "live_answerability"):
+        for name in (
+            "correct_problems",
+            "replace_dropped",
+            "live_answerability",
+            "fitted_retrieval_value",
+        ):
             check_bool(owner, name, getattr(self, name))
 
     def with_overrides(self, **overrides: Any) -> BeliefConfig:

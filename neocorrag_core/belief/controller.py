@@ -20,8 +20,16 @@ from neocorrag_core.errors import ConfigError, InputError, ModelCallError, Neoco
 from neocorrag_core.models import LazyModels
 from neocorrag_core.search_calls import AsyncSearchFn, SearchFn, acall_search, call_search
 
-from .calibrator import AnswerabilityCalibrator
-from .components import AnswerGenerator, DraftAnswer, QueryWriter, RelevanceScorer, Usage, Verifier
+from .calibrator import AFTER_SEARCH_FILE, AnswerabilityCalibrator
+from .components import (
+    AnswerGenerator,
+    DraftAnswer,
+    QueryWriter,
+    RelevanceScorer,
+    Usage,
+    UsageTally,
+    Verifier,
+)
 from .config import BeliefConfig
 from .rules import Budget, decide, retrieval_value
 from .state import update_belief
@@ -34,23 +42,11 @@ _Episode = Generator[_Request, list[Any], BeliefResult]
 
 
 @dataclass
-class _Tally:
-    """Tokens spent so far in one episode."""
-
-    prompt: int = 0
-    generated: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.prompt + self.generated
-
-
-@dataclass
 class _State:
     """One episode's bookkeeping (never shared between calls)."""
 
     workspace: EvidenceWorkspace
-    tally: _Tally = field(default_factory=_Tally)
+    tally: UsageTally = field(default_factory=UsageTally)
     steps: list[Step] = field(default_factory=list)
     asked: list[str] = field(default_factory=list)
     belief: Belief | None = None
@@ -68,10 +64,7 @@ class _State:
 
     def call(self, outcome: tuple[T, Usage]) -> T:
         """Count one model call's tokens and hand back its value."""
-        value, usage = outcome
-        self.tally.prompt += int(usage.prompt_tokens)
-        self.tally.generated += int(usage.generated_tokens)
-        return value
+        return self.tally.call(outcome)
 
     def search_cost(self, k: int) -> int:
         """Tokens one more search round is expected to cost: writing its query, then
@@ -91,6 +84,10 @@ class BeliefController:
         writer: writes the evidence-aware next query (or says SUFFICIENT) and rewordings.
         relevance: the local relevance scorer.
         calibrator: the answerability model (default: the coefficient file shipped).
+        after_search: the model of the answer's chance of being right after one more
+            search, the fitted part of the retrieval value (default: the file shipped;
+            used while ``config.fitted_retrieval_value``). Refit both on your own
+            episodes with :func:`~neocorrag_core.belief.fitting.fit_from_episodes`.
         config: thresholds, caps and ablation switches (BeliefRAG's defaults).
     """
 
@@ -102,6 +99,7 @@ class BeliefController:
         writer: QueryWriter,
         relevance: RelevanceScorer,
         calibrator: AnswerabilityCalibrator | None = None,
+        after_search: AnswerabilityCalibrator | None = None,
         config: BeliefConfig | None = None,
     ) -> None:
         for name, value, proto in (
@@ -120,6 +118,7 @@ class BeliefController:
         self.writer = writer
         self.relevance = relevance
         self.calibrator = calibrator or AnswerabilityCalibrator.load()
+        self.after_search = after_search or AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE)
         self.config = config or BeliefConfig()
 
     @classmethod
@@ -130,6 +129,7 @@ class BeliefController:
         *,
         models: LazyModels | None = None,
         calibrator: AnswerabilityCalibrator | None = None,
+        after_search: AnswerabilityCalibrator | None = None,
         config: BeliefConfig | None = None,
         **options: Any,
     ) -> BeliefController:
@@ -145,7 +145,9 @@ class BeliefController:
         from .defaults import default_components
 
         parts = default_components(lm, embedder, models=models, config=config, **options)
-        return cls(**parts.as_kwargs(), calibrator=calibrator, config=config)
+        return cls(
+            **parts.as_kwargs(), calibrator=calibrator, after_search=after_search, config=config
+        )
 
     # ------------------------------------------------------------------ drivers
 
@@ -202,6 +204,11 @@ class BeliefController:
             if st.searched and not config.live_answerability:
                 st.frozen = answerability if st.frozen is None else st.frozen
                 answerability = st.frozen
+            after = (
+                self.after_search.predict(st.diagnostics)
+                if st.searched and config.fitted_retrieval_value
+                else None
+            )
             current = st.belief or Belief()
             budget = Budget(
                 rounds_used=st.rounds,
@@ -213,7 +220,13 @@ class BeliefController:
             )
             measured = st.diagnostics
             decision = decide(
-                current, measured, answerability, budget, config, search_cost=search_cost
+                current,
+                measured,
+                answerability,
+                budget,
+                config,
+                search_cost=search_cost,
+                after_search=after,
             )
             if index >= _step_cap(config) and not decision.action.terminal:
                 # Unreachable by the rules (each non-terminal step spends a capped round or
@@ -245,7 +258,7 @@ class BeliefController:
                     diagnostics=measured,
                     belief=current,
                     answerability=answerability,
-                    retrieval_value=retrieval_value(current, answerability),
+                    retrieval_value=retrieval_value(current, answerability, after),
                     decision=decision,
                     evidence_ids=st.workspace.ids,
                     retrieved_ids=retrieved,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -63,6 +64,13 @@ DEFAULT_L2_GRID = (0.01, 0.1, 1.0, 10.0, 100.0)
 SELECTED_BY = "dev log loss (ties: the stronger L2)"
 ECE_BINS = 10
 PRIOR_FILE = "answerability_prior.json"
+TARGETS = ("answerability", "after_search")
+"""What a fit predicts: the answer now is right, or the answer after one more search is."""
+SEARCH_ACTIONS = ("retrieve", "rewrite")
+AFTER_SEARCH_RULE = (
+    "right = the draft answer of the next measured step (after this step's search) has "
+    "SQuAD token F1 >= 0.5"
+)
 
 
 @dataclass(frozen=True)
@@ -80,49 +88,75 @@ class CalibrationRow:
 
 
 def rows_from_trajectories(
-    records: Iterable[Mapping[str, Any]], *, success_f1: float = SUCCESS_F1
+    records: Iterable[Mapping[str, Any]],
+    *,
+    success_f1: float = SUCCESS_F1,
+    target: str = "answerability",
 ) -> list[CalibrationRow]:
     """Labelled rows from per-question records (``neocorrag eval``'s ``per_question``).
 
     Each record needs ``qid``, ``answers`` (the gold strings) and ``info.trajectory`` (the
-    controller's step dicts, :meth:`Step.as_dict`); each step with a non-empty
-    ``draft_answer`` gives one row labelled 1 when ``f1_score(draft, answers) >=
-    success_f1``. Raises :class:`InputError` naming the record when one is malformed, and
-    when no step measured a draft answer at all.
+    controller's step dicts, :meth:`Step.as_dict`). ``target="answerability"``: each step
+    with a non-empty ``draft_answer`` gives one row labelled 1 when ``f1_score(draft,
+    answers) >= success_f1``. ``target="after_search"``: each such step whose action was a
+    search (``retrieve`` / ``rewrite``) gives its diagnostics with the label of the next
+    step that measured a draft (the answer after that search): the rows of the model in
+    the fitted retrieval value. Raises :class:`InputError` naming the record when one is
+    malformed, and when no row results.
     """
-    # Imported here: loading the controller package must not load the benchmark harness.
-    from neocorrag_core.eval.metrics import f1_score
-
     if not 0.0 < success_f1 <= 1.0:
         raise InputError(f"success_f1 must be in (0, 1], got {success_f1}")
+    if target not in TARGETS:
+        raise InputError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
     rows: list[CalibrationRow] = []
     count = 0
     for count, record in enumerate(records, start=1):
-        qid, answers, trajectory = _record_parts(record, count)
-        for position, step in enumerate(trajectory):
-            if not isinstance(step, Mapping):
-                raise InputError(f"record {count} (qid {qid!r}): step {position} is not an object")
-            draft = step.get("draft_answer") or ""
-            if not isinstance(draft, str):
-                raise InputError(f"record {count} (qid {qid!r}): draft_answer is not text")
-            if not draft.strip():
-                continue
-            f1 = f1_score(draft, answers)
-            rows.append(
-                CalibrationRow(
-                    qid=qid,
-                    step=int(step.get("step", position)),
-                    features=_features(step.get("diagnostics"), f"record {count} (qid {qid!r})"),
-                    label=int(f1 >= success_f1),
-                    f1=f1,
-                )
-            )
+        measured = _measured_steps(record, count, success_f1)
+        if target == "answerability":
+            rows.extend(row for row, _ in measured)
+            continue
+        for (row, action), (after, _) in itertools.pairwise(measured):
+            if action in SEARCH_ACTIONS:
+                rows.append(replace(row, label=after.label, f1=after.f1))
     if not rows:
+        what = (
+            "measured a draft answer"
+            if target == "answerability"
+            else ("measured a draft answer, searched, and measured again")
+        )
         raise InputError(
-            f"no step of the {count} record(s) measured a draft answer: nothing to fit on "
+            f"no step of the {count} record(s) {what}: nothing to fit on "
             "(were they made by the belief controller, with draft answers recorded?)"
         )
     return rows
+
+
+def _measured_steps(record: Any, count: int, success_f1: float) -> list[tuple[CalibrationRow, str]]:
+    """The steps of one record that measured a draft answer: a row each (labelled by that
+    draft), with the step's action."""
+    # Imported here: loading the controller package must not load the benchmark harness.
+    from neocorrag_core.eval.metrics import f1_score
+
+    qid, answers, trajectory = _record_parts(record, count)
+    out: list[tuple[CalibrationRow, str]] = []
+    for position, step in enumerate(trajectory):
+        if not isinstance(step, Mapping):
+            raise InputError(f"record {count} (qid {qid!r}): step {position} is not an object")
+        draft = step.get("draft_answer") or ""
+        if not isinstance(draft, str):
+            raise InputError(f"record {count} (qid {qid!r}): draft_answer is not text")
+        if not draft.strip():
+            continue
+        f1 = f1_score(draft, answers)
+        row = CalibrationRow(
+            qid=qid,
+            step=int(step.get("step", position)),
+            features=_features(step.get("diagnostics"), f"record {count} (qid {qid!r})"),
+            label=int(f1 >= success_f1),
+            f1=f1,
+        )
+        out.append((row, str(step.get("action", ""))))
+    return out
 
 
 def _record_parts(record: Any, index: int) -> tuple[str, list[str], list[Any]]:
@@ -220,13 +254,16 @@ def fit_and_select(
 
     Raises :class:`InputError` when a split is empty or holds one class only: a logistic
     model fitted on one class says nothing (its bias runs off to infinity), and a dev set of
-    one class cannot tell the L2 strengths apart.
+    one class cannot tell the L2 strengths apart (with a single L2 strength it is only
+    scored, and allowed).
     """
-    _check_rows("train", train_rows)
-    _check_rows("dev", dev_rows)
     grid = sorted({float(v) for v in l2_grid})
     if not grid or not all(math.isfinite(v) and v >= 0 for v in grid):
         raise InputError(f"l2_grid must hold finite values >= 0, got {list(l2_grid)}")
+    _check_rows("train", train_rows)
+    # With one L2 strength there is nothing to select, so a dev split of one class can
+    # still be scored (Brier, ECE); with several it could not tell them apart.
+    _check_rows("dev", dev_rows, one_class_ok=len(grid) == 1)
     present = {name for row in train_rows for name in row.features}
     unknown = sorted(set(features) - set(FEATURE_NAMES))
     if unknown:
@@ -279,7 +316,7 @@ def fit_and_select(
     report = {
         "version": version,
         "features": list(features),
-        "label_rule": LABEL_RULE,
+        "label_rule": dict(meta or {}).get("label_rule", LABEL_RULE),
         "selected_by": SELECTED_BY,
         "l2": chosen["l2"],
         "l2_grid": candidates,
@@ -307,16 +344,16 @@ def hand_set_prior() -> AnswerabilityCalibrator:
     )
 
 
-def _check_rows(split: str, rows: Sequence[CalibrationRow]) -> None:
+def _check_rows(split: str, rows: Sequence[CalibrationRow], one_class_ok: bool = False) -> None:
     if not rows:
         raise InputError(f"the {split} split has no rows: give more questions")
     right = sum(r.label for r in rows)
-    if right in (0, len(rows)):
+    if right in (0, len(rows)) and not one_class_ok:
         kind = "right" if right else "wrong"
         raise InputError(
             f"every one of the {len(rows)} {split} rows is a {kind} answer: a calibrator "
-            "cannot be fitted or selected on one class (give more questions, or change "
-            "the success rule)"
+            "cannot be fitted or selected on one class (give more questions, change "
+            "the success rule, or give one L2 strength so that dev is only scored)"
         )
 
 
@@ -352,6 +389,7 @@ def fit_from_records(
     records: Iterable[Mapping[str, Any]],
     *,
     within_tune: bool = True,
+    target: str = "answerability",
     success_f1: float = SUCCESS_F1,
     l2_grid: Sequence[float] = DEFAULT_L2_GRID,
     prior: AnswerabilityCalibrator | None = None,
@@ -363,10 +401,12 @@ def fit_from_records(
 
     ``within_tune=True`` (benchmark data): questions of the ``report`` half are dropped and
     counted (``report["report_half_dropped"]``); ``False``: all questions are split.
+    ``target``: ``"answerability"`` (the calibrator) or ``"after_search"`` (the model of
+    the answer after one more search, see :func:`rows_from_trajectories`).
     """
     from neocorrag_core.eval.splits import calibration_split_of, split_of
 
-    rows = rows_from_trajectories(records, success_f1=success_f1)
+    rows = rows_from_trajectories(records, success_f1=success_f1, target=target)
     dropped = {r.qid for r in rows if within_tune and split_of(r.qid) != "tune"}
     if dropped and len(dropped) == len({r.qid for r in rows}):
         raise InputError(
@@ -383,7 +423,13 @@ def fit_from_records(
         l2_grid=l2_grid,
         prior=prior,
         version=version,
-        meta={"success_f1": success_f1, "split": _split_note(within_tune), **dict(meta or {})},
+        meta={
+            "target": target,
+            **({"label_rule": AFTER_SEARCH_RULE} if target == "after_search" else {}),
+            "success_f1": success_f1,
+            "split": _split_note(within_tune),
+            **dict(meta or {}),
+        },
         date=date,
     )
     report["report_half_dropped"] = len(dropped)
@@ -394,6 +440,7 @@ def fit_from_results(
     paths: Sequence[str | Path],
     *,
     method: str = "belief",
+    target: str = "answerability",
     success_f1: float = SUCCESS_F1,
     l2_grid: Sequence[float] = DEFAULT_L2_GRID,
     prior: AnswerabilityCalibrator | None = None,
@@ -443,6 +490,7 @@ def fit_from_results(
     return fit_from_records(
         records,
         within_tune=True,
+        target=target,
         success_f1=success_f1,
         l2_grid=l2_grid,
         prior=prior,
@@ -474,6 +522,7 @@ def fit_from_episodes(
     answers: Sequence[Sequence[str]],
     *,
     ids: Sequence[str] | None = None,
+    target: str = "answerability",
     success_f1: float = SUCCESS_F1,
     l2_grid: Sequence[float] = DEFAULT_L2_GRID,
     version: str | None = None,
@@ -484,7 +533,8 @@ def fit_from_episodes(
     ``ids`` name the questions for the train/dev split (default: the question texts). Run
     the controller with a high ``answer_threshold`` so that episodes keep searching and
     every step is measured. Use the result with ``BeliefController(..., calibrator=...)``
-    or ``calibrator.save(path)``.
+    or ``calibrator.save(path)``; ``target="after_search"`` fits the retrieval value's
+    model from the same episodes (``BeliefController(..., after_search=...)``).
     """
     if len(results) != len(answers) or (ids is not None and len(ids) != len(results)):
         raise InputError("fit_from_episodes needs one answers list (and id) per result")
@@ -496,6 +546,7 @@ def fit_from_episodes(
     return fit_from_records(
         records,
         within_tune=False,
+        target=target,
         success_f1=success_f1,
         l2_grid=l2_grid,
         version=version,
@@ -508,6 +559,7 @@ __all__ = [
     "FEATURE_NAMES",
     "LABEL_RULE",
     "SUCCESS_F1",
+    "TARGETS",
     "CalibrationRow",
     "evaluate",
     "fit_and_select",

@@ -37,14 +37,22 @@ class Budget:
         )
 
 
-def retrieval_value(belief: Belief, answerability: float) -> float:
-    """The estimated value of one more search: a gap must be believed, the answer must be
-    in doubt, and budget must remain (``gap * (1 - answerability) * (1 - cost)``).
+def retrieval_value(
+    belief: Belief, answerability: float, after_search: float | None = None
+) -> float:
+    """The estimated value of one more search.
 
-    BeliefRAG fits a retrieval-value model per backbone; this product is our unfitted
-    prior with the same inputs, so its threshold (0.10) keeps the paper's meaning only
-    roughly. Documented as such.
+    With ``after_search`` (the fitted model's chance that the answer is right after one
+    more search): the expected gain in that chance, discounted by the budget spent,
+    ``max(0, after_search - answerability) * (1 - cost)``. BeliefRAG fits its
+    retrieval-value model per backbone; ours is fitted by the same script as the
+    calibrator, on the same split (``docs/belief.md``).
+
+    Without it, the unfitted prior: a gap must be believed, the answer must be in doubt,
+    and budget must remain, ``gap * (1 - answerability) * (1 - cost)``.
     """
+    if after_search is not None:
+        return max(0.0, after_search - answerability) * (1.0 - belief.cost)
     return belief.gap * (1.0 - answerability) * (1.0 - belief.cost)
 
 
@@ -56,8 +64,11 @@ def decide(
     config: BeliefConfig,
     *,
     search_cost: int,
+    after_search: float | None = None,
 ) -> Decision:
-    """The next action; ``search_cost`` is the tokens a search round is expected to add."""
+    """The next action; ``search_cost`` is the tokens a search round is expected to add,
+    ``after_search`` the fitted chance of a right answer after one more search (``None``:
+    the prior retrieval value, see :func:`retrieval_value`)."""
     can_search = budget.can_search(config, search_cost)
     if not budget.searched:
         if can_search:
@@ -87,15 +98,19 @@ def decide(
             f"answerability {answerability:.2f} >= {config.answer_threshold:.2f}",
         )
 
-    value = retrieval_value(belief, answerability)
+    value = retrieval_value(belief, answerability, after_search)
     if not can_search:
         return _end(answerability, config, "budget or round cap reached")
     if value >= config.min_retrieval_value:
         gap = f": {diagnostics.missing_fact}" if diagnostics.missing_fact else ""
+        why = (
+            f"gap {belief.gap:.2f}{gap}"
+            if after_search is None
+            else f"answerability {answerability:.2f} -> {after_search:.2f} after a search{gap}"
+        )
         return Decision(
             Action.RETRIEVE,
-            f"retrieval value {value:.2f} >= {config.min_retrieval_value:.2f} (gap "
-            f"{belief.gap:.2f}{gap})",
+            f"retrieval value {value:.2f} >= {config.min_retrieval_value:.2f} ({why})",
         )
     if diagnostics.novelty < config.low_novelty and not budget.rewrote_last:
         return Decision(

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neocorrag_core.belief import (
+    AFTER_SEARCH_FILE,
     AnswerabilityCalibrator,
     BeliefComponents,
     BeliefConfig,
@@ -35,9 +36,12 @@ from neocorrag_core.belief import (
     BeliefResult,
     EvidenceWorkspace,
     PromptBudget,
+    UsageTally,
     default_components,
 )
-from neocorrag_core.belief.answer import LMAnswerGenerator
+from neocorrag_core.belief.answer import ANSWER_PROMPT_VERSION, LMAnswerGenerator
+from neocorrag_core.belief.verifier import VERIFIER_PROMPT_VERSION
+from neocorrag_core.belief.writer import REWRITE_PROMPT_VERSION
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, SearchFn
 from neocorrag_core.models import LazyModels
 from neocorrag_core.search_calls import call_search
@@ -84,28 +88,10 @@ def first_round_search(call: MethodInput) -> SearchFn:
     return search
 
 
-class _Tally:
-    """Tokens of the model calls of one question."""
-
-    def __init__(self) -> None:
-        self.prompt = 0
-        self.generated = 0
-
-    def call(self, outcome: tuple[Any, Any]) -> Any:
-        value, usage = outcome
-        self.prompt += int(usage.prompt_tokens)
-        self.generated += int(usage.generated_tokens)
-        return value
-
-    @property
-    def total(self) -> int:
-        return self.prompt + self.generated
-
-
 def _answered(
     passages: list[Passage],
     answer: str | None,
-    tally: _Tally,
+    tally: UsageTally,
     started: float,
     info: dict[str, Any],
     abstained: bool = False,
@@ -130,7 +116,7 @@ class ReadOnceMethod:
 
     def refine(self, call: MethodInput) -> MethodOutput:
         """Answer from no documents, or from the shared top-k."""
-        started, tally = time.perf_counter(), _Tally()
+        started, tally = time.perf_counter(), UsageTally()
         passages = [] if self.name == "closed-book" else list(call.passages[: call.k])
         draft = tally.call(self.shared.components.generator.answer(call.question, passages))
         rounds = 0 if self.name == "closed-book" else 1
@@ -149,7 +135,7 @@ class IterativeMethod:
     def refine(self, call: MethodInput) -> MethodOutput:
         """Search ``max_rounds`` times (fewer when the evidence is full or the token cap
         would be passed), then answer from everything kept."""
-        started, tally = time.perf_counter(), _Tally()
+        started, tally = time.perf_counter(), UsageTally()
         config, parts = self.shared.config, self.shared.components
         search = first_round_search(call)
         workspace = EvidenceWorkspace(config.max_evidence)
@@ -269,6 +255,20 @@ def _chain_verifier(shared: Shared, context: BuildContext) -> Any:
     return ChainEvidenceVerifier(inner, context.miner)
 
 
+def method_version(name: str) -> str:
+    """What a cached record of ``name`` depends on beyond the run settings: the prompt
+    versions it uses and, for the controller, the shipped calibrator's version (so
+    refitting the calibrator or changing a prompt reruns the records it changes)."""
+    parts = [ANSWER_PROMPT_VERSION]
+    if name not in ("closed-book", "single-shot"):
+        parts += [VERIFIER_PROMPT_VERSION, REWRITE_PROMPT_VERSION]
+    if name.startswith("belief"):
+        parts.append(f"calibrator {AnswerabilityCalibrator.load().version}")
+        after = AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE)
+        parts.append(f"after-search {after.version}")
+    return " ".join(parts)
+
+
 def build(name: str, context: BuildContext) -> Any:
     """Factory of the :data:`BELIEF_METHODS`; methods built together share one set of
     components (and so one load of each model)."""
@@ -296,4 +296,5 @@ __all__ = [
     "belief_output",
     "build",
     "first_round_search",
+    "method_version",
 ]

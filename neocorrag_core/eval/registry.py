@@ -34,6 +34,10 @@ class MethodSpec:
     """``"package.module:function"``, a :data:`~neocorrag_core.eval.protocol.MethodFactory`."""
     requires: str = ""
     """What to install when the factory's imports fail (shown in the error)."""
+    version: str = ""
+    """``"package.module:function"`` taking the method name and returning the version of
+    what the method's records depend on beyond the run settings (its prompts, a shipped
+    coefficient file); a cached record of another version is run again. Empty: none."""
 
     def load_factory(self) -> MethodFactory:
         """Import the factory (the method's module is imported here, not before)."""
@@ -46,10 +50,18 @@ class MethodSpec:
         factory: MethodFactory = getattr(module, attr)
         return factory
 
+    def current_version(self) -> str:
+        """The method's version now (``""`` when it declares none); cheap, loads no model."""
+        if not self.version:
+            return ""
+        module_name, _, attr = self.version.partition(":")
+        return str(getattr(importlib.import_module(module_name), attr)(self.name))
+
 
 _REFINERS = "neocorrag_core.eval.refiners"
 _EVIREFORM = "neocorrag_core.eval.evireform_methods"
 _BELIEF = "neocorrag_core.eval.belief_methods"
+_BELIEF_VERSION = f"{_BELIEF}:method_version"
 
 BUILTIN_METHODS: tuple[MethodSpec, ...] = (
     MethodSpec("none", "no refinement: the retrieved top-k", f"{_REFINERS}:build_none"),
@@ -103,37 +115,53 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         "EviReform top-k, then neocorrag-beam refinement",
         f"{_EVIREFORM}:build",
     ),
-    MethodSpec("closed-book", "the answer generator without documents", f"{_BELIEF}:build"),
-    MethodSpec("single-shot", "the retrieved top-k, answered once", f"{_BELIEF}:build"),
+    MethodSpec(
+        "closed-book",
+        "the answer generator without documents",
+        f"{_BELIEF}:build",
+        version=_BELIEF_VERSION,
+    ),
+    MethodSpec(
+        "single-shot",
+        "the retrieved top-k, answered once",
+        f"{_BELIEF}:build",
+        version=_BELIEF_VERSION,
+    ),
     MethodSpec(
         "iterative",
         "fixed rounds of evidence-aware query writing and retrieval, then one answer",
         f"{_BELIEF}:build",
+        version=_BELIEF_VERSION,
     ),
     MethodSpec(
         "belief",
         "the evidence-state controller: verify, correct, search, answer or abstain",
         f"{_BELIEF}:build",
+        version=_BELIEF_VERSION,
     ),
     MethodSpec(
         "belief-no-correction",
         "belief ablation: no VERIFY (problematic evidence is never dropped)",
         f"{_BELIEF}:build",
+        version=_BELIEF_VERSION,
     ),
     MethodSpec(
         "belief-prune-only",
         "belief ablation: VERIFY drops passages but fetches no replacement",
         f"{_BELIEF}:build",
+        version=_BELIEF_VERSION,
     ),
     MethodSpec(
         "belief-frozen-answerability",
         "belief ablation: the first step's answerability is reused for the episode",
         f"{_BELIEF}:build",
+        version=_BELIEF_VERSION,
     ),
     MethodSpec(
         "belief-chains",
         "belief whose verifier also sees the NeocorRAG evidence chains",
         f"{_BELIEF}:build",
+        version=_BELIEF_VERSION,
     ),
 )
 
@@ -172,6 +200,14 @@ def method_descriptions() -> dict[str, str]:
     return {name: spec.description for name, spec in available_methods().items()}
 
 
+def method_versions(names: Sequence[str]) -> dict[str, str]:
+    """The current version of each named method that declares one (see
+    :attr:`MethodSpec.version`); unknown names are left to :func:`build_methods`."""
+    specs = available_methods()
+    found = {name: specs[name].current_version() for name in names if name in specs}
+    return {name: version for name, version in found.items() if version}
+
+
 def build_methods(names: Sequence[str], context: BuildContext) -> list[Method]:
     """The methods called ``names``, built together so they share ``context.shared``."""
     specs = available_methods()
@@ -188,4 +224,5 @@ __all__ = [
     "available_methods",
     "build_methods",
     "method_descriptions",
+    "method_versions",
 ]

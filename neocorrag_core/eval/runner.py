@@ -26,7 +26,7 @@ from neocorrag_core.eval import metrics as M
 from neocorrag_core.eval.datasets import LoadReport, QAExample, load_corpus, load_qa
 from neocorrag_core.eval.protocol import BuildContext, Method, MethodInput, MethodOutput
 from neocorrag_core.eval.reader import NO_READER, NoReader, Reader, ReaderOutput
-from neocorrag_core.eval.registry import available_methods, build_methods
+from neocorrag_core.eval.registry import available_methods, build_methods, method_versions
 from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
 from neocorrag_core.eval.splits import SPLITS, in_split
 from neocorrag_core.formats import read_json_or_lines
@@ -477,11 +477,23 @@ def resolve_triple_source(spec: str | None, out: str) -> Any:
 
 
 def _pending(
-    examples: Sequence[QAExample], methods: Sequence[str], cache: ResultCache
+    examples: Sequence[QAExample],
+    methods: Sequence[str],
+    cache: ResultCache,
+    versions: dict[str, str],
 ) -> list[tuple[QAExample, list[str]]]:
+    """Per question, the methods with no current record (none cached, or one cached by
+    another version of the method: a changed prompt or coefficient file)."""
+
+    def current(method: str, example: QAExample) -> bool:
+        record = cache.load(method).get(example.id)
+        if record is None:
+            return False
+        return method not in versions or record.get("method_version") == versions[method]
+
     todo = []
     for example in examples:
-        missing = [m for m in methods if example.id not in cache.load(m)]
+        missing = [m for m in methods if not current(m, example)]
         if missing:
             todo.append((example, missing))
     return todo
@@ -510,7 +522,8 @@ def run_evaluation(
         raise ValueError(f"{settings.data}: no usable question ({load_report.summary()})")
     check_signature(out, settings)
     cache = ResultCache(out / "cache")
-    todo = _pending(examples, settings.methods, cache)
+    versions = method_versions(settings.methods)
+    todo = _pending(examples, settings.methods, cache, versions)
     if todo:
         parts = build_components(
             settings,
@@ -529,6 +542,8 @@ def run_evaluation(
                 for name in missing:
                     bar.set_postfix_str(f"{example.id[:18]} {name}")
                     record = _run_one(parts, example, name, retrieved, retrieve_seconds, settings)
+                    if name in versions:
+                        record["method_version"] = versions[name]
                     cache.add(name, record)
                     if on_record is not None:
                         on_record(record)

@@ -138,6 +138,11 @@ class Relevance:
 SUPPORT = AnswerabilityCalibrator(
     features=("support",), weights=(4.0,), bias=0.0, means=(0.5,), scales=(0.25,), version="t"
 )
+# An after-search model that always expects a search to pay (p = 0.95): the scripted
+# episodes search for their second hop whatever the shipped model says.
+HOPEFUL = AnswerabilityCalibrator(
+    features=("support",), weights=(0.0,), bias=2.944, means=(0.5,), scales=(0.25,), version="h"
+)
 
 
 def scripted(verifier=None, **config) -> BeliefController:
@@ -147,6 +152,7 @@ def scripted(verifier=None, **config) -> BeliefController:
         writer=Writer(),
         relevance=Relevance(),
         calibrator=SUPPORT,
+        after_search=HOPEFUL,
         config=BeliefConfig(**{"k": 2, **config}),
     )
 
@@ -173,7 +179,7 @@ def role_reply(prompt: str) -> str:
                 "missing_fact": "" if hop2 else "capital of Mountrail County",
             }
         )
-    if "short answer only" in prompt:
+    if "Reply with the answer only" in prompt:
         return "Stanley" if "Its county seat is Stanley" in prompt else "unknown"
     return "Mountrail County county seat"
 
@@ -380,7 +386,9 @@ def test_langchain_retriever_failure_is_a_retrieval_error_and_leaves_no_state(br
 
 def test_langchain_callbacks_see_every_retrieval_and_llm_call_under_the_run():
     llm = RoleChat()
-    rag = BeliefRAG(lc_retriever(), llm, embedder=HashedBagOfWords(), calibrator=SUPPORT)
+    rag = BeliefRAG(
+        lc_retriever(), llm, embedder=HashedBagOfWords(), calibrator=SUPPORT, after_search=HOPEFUL
+    )
     recorder = Recorder()
     out = rag.invoke(QUESTION, config={"callbacks": [recorder]})
     assert out["answer"] == "Stanley" and out["retrieval_rounds"] == 2
@@ -400,7 +408,13 @@ def test_langchain_ainvoke_callbacks_match_invoke():
     outs = []
     for run in ("sync", "async"):
         llm = RoleChat()
-        rag = BeliefRAG(lc_retriever(), llm, embedder=HashedBagOfWords(), calibrator=SUPPORT)
+        rag = BeliefRAG(
+            lc_retriever(),
+            llm,
+            embedder=HashedBagOfWords(),
+            calibrator=SUPPORT,
+            after_search=HOPEFUL,
+        )
         recorder = Recorder()
         config = {"callbacks": [recorder]}
         out = (
@@ -426,7 +440,9 @@ def test_langchain_callbacks_reach_llm_calls_made_outside_the_runs_context(monke
 
     monkeypatch.setattr(asyncio, "to_thread", to_thread_without_context)
     llm = RoleChat()
-    rag = BeliefRAG(lc_retriever(), llm, embedder=HashedBagOfWords(), calibrator=SUPPORT)
+    rag = BeliefRAG(
+        lc_retriever(), llm, embedder=HashedBagOfWords(), calibrator=SUPPORT, after_search=HOPEFUL
+    )
     recorder = Recorder()
     asyncio.run(rag.ainvoke(QUESTION, {"callbacks": [recorder]}))
     calls = recorder.of("llm_start")
@@ -453,7 +469,9 @@ def test_langchain_structured_output_calls_are_traced_too(monkeypatch):
 
     monkeypatch.setattr(asyncio, "to_thread", to_thread_without_context)
     llm = StructuredRoleChat()
-    rag = BeliefRAG(lc_retriever(), llm, embedder=HashedBagOfWords(), calibrator=SUPPORT)
+    rag = BeliefRAG(
+        lc_retriever(), llm, embedder=HashedBagOfWords(), calibrator=SUPPORT, after_search=HOPEFUL
+    )
     recorder = Recorder()
     out = asyncio.run(rag.ainvoke(QUESTION, {"callbacks": [recorder]}))
     assert out["answer"] == "Stanley"
@@ -470,7 +488,9 @@ def test_langchain_fake_list_chat_model_through_the_framework_path():
         def _get_relevant_documents(self, query, *, run_manager):
             return [document("hop1"), document("hop2")]
 
-    rag = BeliefRAG(TwoHops(), llm, embedder=HashedBagOfWords(), calibrator=SUPPORT)
+    rag = BeliefRAG(
+        TwoHops(), llm, embedder=HashedBagOfWords(), calibrator=SUPPORT, after_search=HOPEFUL
+    )
     out = rag.invoke({"question": QUESTION})
     assert out["answer"] == "Stanley" and out["final_action"] == "answer"
     assert [d.id for d in out["documents"]] == ["hop1", "hop2"]
@@ -482,7 +502,9 @@ def test_langchain_llm_error_is_a_model_call_error_and_the_next_call_starts_afre
     from neocorrag_core.errors import ModelCallError
 
     llm = RoleChat(fail=True)
-    rag = BeliefRAG(lc_retriever(), llm, embedder=HashedBagOfWords(), calibrator=SUPPORT)
+    rag = BeliefRAG(
+        lc_retriever(), llm, embedder=HashedBagOfWords(), calibrator=SUPPORT, after_search=HOPEFUL
+    )
     with pytest.raises(ModelCallError, match="provider down") as raised:
         rag.invoke(QUESTION)
     assert isinstance(raised.value.__cause__, ConnectionError)
@@ -494,14 +516,27 @@ def test_langchain_llm_error_is_a_model_call_error_and_the_next_call_starts_afre
 def test_langchain_chains_for_verifier_shows_the_chain_block_to_the_verifier():
     miner = EvidenceChainMiner(MinerConfig(**MINER_CONFIG), embedder=HashedBagOfWords())
     llm = RoleChat()
-    rag = BeliefRAG(lc_retriever(), llm, chains_for_verifier=True, miner=miner, calibrator=SUPPORT)
+    rag = BeliefRAG(
+        lc_retriever(),
+        llm,
+        chains_for_verifier=True,
+        miner=miner,
+        calibrator=SUPPORT,
+        after_search=HOPEFUL,
+    )
     assert rag.chains_for_verifier
     out = rag.invoke(QUESTION)
     judged = [p for p in llm.prompts if "Judge the documents" in p]
     assert judged and all(f"[1] {CHAIN_PASSAGE_TITLE}:" in p for p in judged)
     assert "Mountrail County - capital -> Stanley" in judged[-1]  # both hops linked
     assert all(not p.startswith("neocorrag:") for s in out["trajectory"] for p in s["evidence_ids"])
-    plain = BeliefRAG(lc_retriever(), RoleChat(), embedder=HashedBagOfWords(), calibrator=SUPPORT)
+    plain = BeliefRAG(
+        lc_retriever(),
+        RoleChat(),
+        embedder=HashedBagOfWords(),
+        calibrator=SUPPORT,
+        after_search=HOPEFUL,
+    )
     plain_llm = plain.llm
     plain.invoke(QUESTION)
     assert not any(CHAIN_PASSAGE_TITLE in p for p in plain_llm.prompts)
@@ -517,6 +552,8 @@ def test_langchain_bad_settings_are_config_errors():
         BeliefRAG(retriever, RoleChat(), config={"max_roundz": 2})
     with pytest.raises(ConfigError, match="config"):
         BeliefRAG(retriever, RoleChat(), config="fast")
+    with pytest.raises(ConfigError, match="after_search must be an AnswerabilityCalibrator"):
+        BeliefRAG(retriever, RoleChat(), after_search="fitted.json")
     with pytest.raises(ConfigError, match="chains_for_verifier"):
         BeliefRAG(retriever, RoleChat(), miner=EvidenceChainMiner())
     with pytest.raises(ConfigError, match="chains_for_verifier"):
@@ -528,6 +565,8 @@ def test_langchain_bad_settings_are_config_errors():
     with pytest.raises(ConfigError, match="controller"):
         BeliefRAG(retriever, controller="mine")
     assert BeliefRAG(retriever, RoleChat(), k=3, embedder=HashedBagOfWords()).config.k == 3
+    rag = BeliefRAG(retriever, RoleChat(), after_search=HOPEFUL, embedder=HashedBagOfWords())
+    assert rag._engine.controller.after_search is HOPEFUL
 
 
 # ------------------------------------------------------------------------------------------
@@ -601,7 +640,12 @@ def test_llama_index_llm_through_the_framework_path_with_chains():
     miner = EvidenceChainMiner(MinerConfig(**MINER_CONFIG), embedder=HashedBagOfWords())
     llm = RoleLLM()
     engine = BeliefQueryEngine(
-        LIScripted(), llm, chains_for_verifier=True, miner=miner, calibrator=SUPPORT
+        LIScripted(),
+        llm,
+        chains_for_verifier=True,
+        miner=miner,
+        calibrator=SUPPORT,
+        after_search=HOPEFUL,
     )
     response = engine.query(QUESTION)
     assert str(response) == "Stanley" and response.metadata["retrieval_rounds"] == 2

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
 from neocorrag_core import Passage, RetrievalError
 from neocorrag_core.belief import (
+    AFTER_SEARCH_FILE,
     Action,
     AnswerabilityCalibrator,
     BeliefConfig,
@@ -79,13 +81,23 @@ SUPPORT = AnswerabilityCalibrator(
 )
 
 
-def controller(writer=None, verifier=None, **config) -> BeliefController:
+def constant(p: float) -> AnswerabilityCalibrator:
+    """An after-search model that predicts ``p`` whatever the evidence."""
+    bias = float(np.log(p / (1 - p)))
+    return AnswerabilityCalibrator(("support",), (0.0,), bias, (0.5,), (0.25,), version="c")
+
+
+def controller(writer=None, verifier=None, after_search=None, **config) -> BeliefController:
+    # The rules' own tests use the prior retrieval value unless an after-search model is
+    # given, so that they do not depend on the coefficients of the shipped file.
+    config.setdefault("fitted_retrieval_value", after_search is not None)
     return BeliefController(
         verifier=verifier or Verifier(),
         generator=Generator(),
         writer=writer or Writer(),
         relevance=Relevance(),
         calibrator=SUPPORT,
+        after_search=after_search,
         config=BeliefConfig(**config),
     )
 
@@ -157,6 +169,25 @@ def test_a_missing_hop_is_searched_for_with_the_writers_query():
     )
     assert result.steps[1].decision.query == "capital of Mountrail County"
     assert result.answer == "Stanley" and "bad" not in {p.id for p in result.evidence}
+
+
+def test_the_fitted_retrieval_value_searches_only_when_a_search_is_expected_to_pay():
+    # The first search finds one hop: the answerability is low and the belief reads a gap.
+    hopeful = controller(after_search=constant(0.95)).run(QUESTION, Retriever(first=(HOP1,)))
+    assert actions(hopeful)[:2] == [Action.RETRIEVE, Action.RETRIEVE]
+    assert "after a search" in hopeful.steps[1].decision.reason
+    # A model that expects no gain from searching ends the episode after the first round.
+    futile = controller(after_search=constant(0.01)).run(QUESTION, Retriever(first=(HOP1,)))
+    assert futile.retrieval_rounds == 1 and futile.final_action in (Action.STOP, Action.ABSTAIN)
+    assert futile.steps[-1].retrieval_value == 0.0
+
+
+def test_the_shipped_after_search_model_is_the_default():
+    shipped = AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE)
+    default = BeliefController(
+        verifier=Verifier(), generator=Generator(), writer=Writer(), relevance=Relevance()
+    )
+    assert default.after_search.version == shipped.version
 
 
 def test_the_writer_saying_sufficient_ends_with_an_answer():

@@ -204,18 +204,32 @@ def test_answer_at_the_threshold_and_retrieve_while_a_search_is_worth_it():
     assert retrieval_value(CALM, 0.49) == pytest.approx(0.8 * 0.51 * 0.9)
 
 
+def test_the_fitted_retrieval_value_is_the_expected_gain_of_a_search():
+    # gain (0.45 - 0.30) * (1 - cost 0.1) = 0.135 >= 0.10: search; a gain of 0.05 is not
+    # worth it, whatever gap the belief reads (the prior formula would give 0.8*0.7*0.9)
+    assert retrieval_value(CALM, 0.30, after_search=0.45) == pytest.approx(0.15 * 0.9)
+    assert retrieval_value(CALM, 0.30, after_search=0.20) == 0.0  # a search that hurts
+    searched = decide(CALM, diag(), 0.30, budget(), CONFIG, search_cost=100, after_search=0.45)
+    assert searched.action is Action.RETRIEVE and "0.30 -> 0.45" in searched.reason
+    low = decide(
+        CALM, diag(novelty=0.9), 0.30, budget(), CONFIG, search_cost=100, after_search=0.35
+    )
+    assert low.action is Action.STOP
+    assert act(answerability=0.30) is Action.RETRIEVE  # the prior formula: 0.50
+
+
 def test_low_value_after_a_stale_search_rewrites_once_then_ends():
     no_gap = Belief(sufficiency=0.5, reliability=0.8, conflict=0.1, uncertainty=0.5, gap=0.05)
     stale = diag(novelty=0.1)
     assert act(no_gap, stale, answerability=0.3) is Action.REWRITE
     assert act(no_gap, stale, 0.3, budget(rewrote_last=True)) is Action.STOP
     assert act(no_gap, diag(novelty=0.9), answerability=0.3) is Action.STOP
-    assert act(no_gap, diag(novelty=0.9), answerability=0.1) is Action.ABSTAIN
+    assert act(no_gap, diag(novelty=0.9), answerability=0.04) is Action.ABSTAIN
 
 
 def test_caps_end_the_episode_with_stop_or_abstain():
     assert act(answerability=0.3, b=budget(rounds_used=4)) is Action.STOP
-    assert act(answerability=0.1, b=budget(rounds_used=4)) is Action.ABSTAIN
+    assert act(answerability=0.04, b=budget(rounds_used=4)) is Action.ABSTAIN
     assert act(answerability=0.3, b=budget(tokens_used=11950), cost=100) is Action.STOP
 
 

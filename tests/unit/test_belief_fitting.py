@@ -126,6 +126,36 @@ def test_rows_label_each_measured_step_by_the_f1_of_its_draft():
     assert [r.label for r in strict] == [0, 0, 1]
 
 
+def test_after_search_rows_pair_a_searching_step_with_the_next_measured_answer():
+    verify = {**step(3, "Mountrail County", 0.4), "action": "verify"}
+    steps = [
+        step(0, "", 0.5),  # the first search: nothing measured, no row
+        step(1, "Mountrail County", 0.2),  # searched; the next measured draft is right
+        step(2, "Stanley", 0.9),  # searched; the next measured draft is wrong
+        verify,  # not a search: no row, though a measured step follows
+        {**step(4, "Stanley", 0.7), "action": "stop"},  # the last: nothing after it
+    ]
+    rows = rows_from_trajectories([record("a", steps)], target="after_search")
+    assert [(r.step, r.label) for r in rows] == [(1, 1), (2, 0)]
+    assert rows[0].features["support"] == 0.2  # the features are the searching step's
+    assert rows[1].f1 == 0.0  # and the F1 is that of the answer after the search
+    with pytest.raises(InputError, match="searched, and measured again"):
+        rows_from_trajectories([record("a", steps[:2])], target="after_search")
+    with pytest.raises(InputError, match="target"):
+        rows_from_trajectories([record("a", steps)], target="later")
+
+
+def test_fit_from_records_fits_the_after_search_model_too():
+    ids = tune_ids(40)
+    records = synthetic_records(ids, seed=3)
+    model, report = fit_from_records(records, target="after_search", date=DAY)
+    assert model.meta["target"] == "after_search"
+    assert "next measured step" in model.meta["label_rule"] == report["label_rule"]
+    assert report["fitted"]["train"]["rows"] == 2 * len(
+        [q for q in ids if calibration_split_of(q) == "train"]
+    )  # three measured steps per question: two of them have a measured answer after
+
+
 @pytest.mark.parametrize(
     ("records", "message"),
     [
@@ -295,3 +325,40 @@ def test_the_script_writes_a_loadable_file_a_report_and_a_plot(tmp_path, capsys)
     assert "no per-question records of method 'belief' (it has: belief-x)" in (
         capsys.readouterr().err
     )
+
+
+def test_the_replay_script_walks_recorded_steps_by_the_rules(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("replay", SCRIPT.parent / "replay_decisions.py")
+    assert spec is not None and spec.loader is not None
+    replay = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(replay)
+    support = AnswerabilityCalibrator(("support",), (4.0,), 0.0, (0.5,), (0.25,), version="s")
+    files = {}
+    for name, p in (("hopeful", 0.9), ("futile", 0.01)):
+        bias = math.log(p / (1 - p))
+        model = AnswerabilityCalibrator(("support",), (0.0,), bias, (0.5,), (0.25,), version=name)
+        files[name] = tmp_path / f"{name}.json"
+        model.save(files[name])
+    support.save(tmp_path / "support.json")
+    belief = {"sufficiency": 0.5, "reliability": 0.8, "conflict": 0.1, "uncertainty": 0.5}
+    belief |= {"gap": 0.5, "cost": 0.2}
+    steps = [
+        {**step(0, "", 0.5), "prompt_tokens": 0, "generated_tokens": 0, "belief": belief},
+        {**step(1, "Mountrail", 0.2), "prompt_tokens": 900, "generated_tokens": 10},
+        {**step(2, "Stanley", 0.9), "prompt_tokens": 1500, "generated_tokens": 10},
+    ]
+    for s in steps[1:]:
+        s["belief"] = belief
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"per_question": {"belief": [record(tune_ids(1)[0], steps)]}}))
+    base = ["--results", str(results), "--calibrator", str(tmp_path / "support.json")]
+    # p = 0.008 after the first search; a search worth (0.9 - 0.008) * 0.8: search, then
+    # p = 0.998 >= 0.5: ANSWER "Stanley" after 2 rounds and 2,420 tokens
+    assert replay.main([*base, "--after-search", str(files["hopeful"])]) == 0
+    assert "| 0.05 | 100.0 | 2420 | 2.00 | 1 / 0 / 0 |" in capsys.readouterr().out
+    # no gain expected: the episode ends after the first round, and p < 0.05 abstains
+    argv = [*base, "--after-search", str(files["futile"]), "--abstain-below", "0", "0.05"]
+    assert replay.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "| 0 | 0.0 | 910 | 1.00 | 0 / 1 / 0 |" in printed  # "Mountrail" is wrong
+    assert "| 0.05 | 0.0 | 910 | 1.00 | 0 / 0 / 1 |" in printed

@@ -592,7 +592,7 @@ class RoleChat:
             judged = {**GOOD, "support": "high" if hop2 else "low", "drop": []}
             judged["missing"] = "no" if hop2 else "yes"
             return AIMessage(content=json.dumps(judged))
-        if "short answer only" in prompt:
+        if "Reply with the answer only" in prompt:
             self.calls.append("answer")
             return AIMessage(content="Stanley")
         self.calls.append("write")

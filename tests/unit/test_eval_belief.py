@@ -10,25 +10,18 @@ import pytest
 from test_eval_runner import run, settings_for
 
 from neocorrag_core.belief import BeliefConfig
-from neocorrag_core.eval.belief_methods import first_round_search
+from neocorrag_core.eval import belief_methods
+from neocorrag_core.eval.belief_methods import BELIEF_METHODS, first_round_search, method_version
 from neocorrag_core.eval.datasets import QAExample
 from neocorrag_core.eval.protocol import MethodInput, MethodOutput
 from neocorrag_core.eval.reader import ReaderOutput
+from neocorrag_core.eval.registry import method_versions
 from neocorrag_core.eval.runner import EvalSettings, score_record
 from neocorrag_core.types import Passage
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-METHODS = (
-    "closed-book",
-    "single-shot",
-    "iterative",
-    "belief",
-    "belief-no-correction",
-    "belief-prune-only",
-    "belief-frozen-answerability",
-    "belief-chains",
-)
+METHODS = BELIEF_METHODS
 CAPS = {"max_rounds": 2, "max_evidence": 6, "max_tokens": 6000}
 
 
@@ -107,3 +100,29 @@ def test_a_bad_belief_override_is_a_one_line_usage_error(tmp_path):
         EvalSettings(
             data="x", out=str(tmp_path), methods=("belief",), belief_overrides={"max_rounds": 0}
         )
+
+
+def test_a_record_of_another_method_version_is_run_again(tmp_path, tiny_lm, monkeypatch):
+    settings = settings_for(tmp_path, methods=("closed-book",), plots=False, limit=1)
+    done: list[str] = []
+    run(settings, tiny_lm, on_record=lambda r: done.append(r["method_version"]))
+    assert done == [method_version("closed-book")]
+    run(settings, tiny_lm, on_record=lambda r: done.append(r["method_version"]))
+    assert len(done) == 1  # same prompts: the cached record stands
+    monkeypatch.setattr(belief_methods, "ANSWER_PROMPT_VERSION", "answer-test")
+    run(settings, tiny_lm, on_record=lambda r: done.append(r["method_version"]))
+    assert done[1:] == ["answer-test"]  # a changed prompt reruns the record
+
+
+def test_the_controller_version_names_its_calibrator(monkeypatch):
+    class Fitted:
+        version = "fit-test"
+
+    before = method_version("belief")
+    assert "calibrator" in before and "calibrator" not in method_version("iterative")
+    monkeypatch.setattr(belief_methods.AnswerabilityCalibrator, "load", lambda **_: Fitted())
+    assert "calibrator fit-test" in method_version("belief")
+    assert method_version("belief").endswith("after-search fit-test")
+    assert method_version("belief") != before
+    # Every belief method declares its version; the refiners declare none.
+    assert set(method_versions(("none", *BELIEF_METHODS))) == set(BELIEF_METHODS)

@@ -1,0 +1,123 @@
+"""Replay the controller's ANSWER / RETRIEVE / STOP / ABSTAIN rules on recorded episodes.
+
+Input: the ``results.json`` of collection runs (``belief`` with ``answer_threshold=1.0``,
+so every round was searched and measured; docs/belief.md). For each question the recorded
+measured steps are walked in order with the given calibrator and after-search model: the
+episode ANSWERs at the first step whose answerability reaches ``--answer-threshold``;
+otherwise it searches again while the retrieval value reaches ``--min-retrieval-value`` and
+a recorded later step exists; it ends with STOP, or ABSTAIN below ``--abstain-below``. The
+answer is that step's recorded draft, its cost the tokens recorded up to that step.
+
+This approximates the live controller (it cannot take an action the recording did not:
+a different query, a correction), and it is how the shipped thresholds were checked on
+the tune half without rerunning the LM::
+
+    python benchmarks/replay_decisions.py \\
+        --results benchmarks/results/eval/belief-collect-musique/results.json \\
+        --abstain-below 0 0.05 0.1 0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from neocorrag_core.belief import AFTER_SEARCH_FILE, AnswerabilityCalibrator, Belief
+from neocorrag_core.belief.rules import retrieval_value
+from neocorrag_core.eval.metrics import f1_score
+from neocorrag_core.eval.splits import calibration_split_of, split_of
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", type=Path, action="append", required=True)
+    parser.add_argument("--method", default="belief")
+    parser.add_argument("--calibrator", type=Path, default=None, help="default: shipped")
+    parser.add_argument("--after-search", type=Path, default=None, help="default: shipped")
+    parser.add_argument("--prior-value", action="store_true", help="the unfitted value")
+    parser.add_argument("--answer-threshold", type=float, default=0.5)
+    parser.add_argument("--min-retrieval-value", type=float, default=0.1)
+    parser.add_argument("--abstain-below", type=float, nargs="+", default=[0.05])
+    parser.add_argument("--part", choices=("train", "dev", "tune"), default="tune")
+    return parser.parse_args(argv)
+
+
+def measured_steps(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The steps that measured a draft, each with the tokens spent up to and including it."""
+    out, spent = [], 0
+    for step in record["info"]["trajectory"]:
+        spent += int(step["prompt_tokens"]) + int(step["generated_tokens"])
+        if (step.get("draft_answer") or "").strip():
+            out.append({**step, "spent": spent})
+    return out
+
+
+def replay(
+    steps: Sequence[dict[str, Any]],
+    answers: Sequence[str],
+    calibrator: AnswerabilityCalibrator,
+    after_search: AnswerabilityCalibrator | None,
+    args: argparse.Namespace,
+    abstain_below: float,
+) -> dict[str, Any]:
+    """One question: the step the rules end at, its F1 (0 when abstaining) and cost."""
+    for position, step in enumerate(steps):
+        diagnostics = step["diagnostics"]
+        p = calibrator.predict(diagnostics)
+        action = "answer" if p >= args.answer_threshold else ""
+        if not action:
+            after = after_search.predict(diagnostics) if after_search else None
+            value = retrieval_value(Belief(**step["belief"]), p, after)
+            last = position == len(steps) - 1
+            if last or value < args.min_retrieval_value:
+                action = "abstain" if p < abstain_below else "stop"
+        if action:
+            f1 = 0.0 if action == "abstain" else f1_score(step["draft_answer"], answers)
+            return {"action": action, "f1": f1, "tokens": step["spent"], "rounds": position + 1}
+    raise AssertionError("unreachable: the last step always ends the replay")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    calibrator = AnswerabilityCalibrator.load(args.calibrator)
+    after = (
+        None
+        if args.prior_value
+        else AnswerabilityCalibrator.load(args.after_search, shipped=AFTER_SEARCH_FILE)
+    )
+    records = []
+    for path in args.results:
+        results = json.loads(path.read_text(encoding="utf-8"))
+        records += results["per_question"][args.method]
+    chosen = [
+        r
+        for r in records
+        if split_of(r["qid"]) == "tune"
+        and (args.part == "tune" or calibration_split_of(r["qid"]) == args.part)
+    ]
+    print(f"calibrator {calibrator.version}; after-search {after.version if after else 'prior'}")
+    print(f"{len(chosen)} {args.part} questions of {len(records)} recorded")
+    print("| abstain below | F1 | tokens / q | rounds / q | answer / stop / abstain |")
+    print("|---:|---:|---:|---:|---|")
+    for threshold in args.abstain_below:
+        runs = []
+        for record in chosen:
+            steps = measured_steps(record)
+            if steps:
+                runs.append(replay(steps, record["answers"], calibrator, after, args, threshold))
+        n = max(len(runs), 1)
+        counts = [sum(r["action"] == a for r in runs) for a in ("answer", "stop", "abstain")]
+        print(
+            f"| {threshold:g} | {100 * sum(r['f1'] for r in runs) / n:.1f} "
+            f"| {sum(r['tokens'] for r in runs) / n:.0f} "
+            f"| {sum(r['rounds'] for r in runs) / n:.2f} | {' / '.join(map(str, counts))} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
