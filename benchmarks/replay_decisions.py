@@ -23,11 +23,18 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from neocorrag_core.belief import AFTER_SEARCH_FILE, AnswerabilityCalibrator, Belief
-from neocorrag_core.belief.rules import retrieval_value
+from neocorrag_core.belief import (
+    AFTER_SEARCH_FILE,
+    AnswerabilityCalibrator,
+    Belief,
+    BeliefConfig,
+    Diagnostics,
+)
+from neocorrag_core.belief.rules import Budget, decide
 from neocorrag_core.eval.metrics import f1_score
 from neocorrag_core.eval.splits import calibration_split_of, split_of
 
@@ -56,6 +63,13 @@ def measured_steps(record: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def recorded_diagnostics(values: dict[str, Any]) -> Diagnostics:
+    """A trajectory step's ``diagnostics`` dict as the :class:`Diagnostics` it was."""
+    known = {f.name for f in fields(Diagnostics)}
+    kept = {name: value for name, value in values.items() if name in known}
+    return Diagnostics(**{**kept, "drop_ids": tuple(kept.get("drop_ids", ()))})
+
+
 def replay(
     steps: Sequence[dict[str, Any]],
     answers: Sequence[str],
@@ -64,21 +78,36 @@ def replay(
     args: argparse.Namespace,
     abstain_below: float,
 ) -> dict[str, Any]:
-    """One question: the step the rules end at, its F1 (0 when abstaining) and cost."""
+    """One question: the step the rules end at, its F1 (0 when abstaining) and cost.
+
+    The controller's own :func:`~neocorrag_core.belief.rules.decide` takes each decision,
+    with a round cap at the recorded rounds and no correction (a replay cannot follow
+    one); any search it asks for (RETRIEVE or REWRITE) is stood in for by the recorded
+    next step."""
+    config = BeliefConfig(
+        answer_threshold=args.answer_threshold,
+        min_retrieval_value=args.min_retrieval_value,
+        abstain_below=abstain_below,
+        max_rounds=len(steps),
+        correct_problems=False,
+    )
     for position, step in enumerate(steps):
-        diagnostics = step["diagnostics"]
+        diagnostics = recorded_diagnostics(step["diagnostics"])
         p = calibrator.predict(diagnostics)
-        action = "answer" if p >= args.answer_threshold else ""
-        if not action:
-            after = after_search.predict(diagnostics) if after_search else None
-            value = retrieval_value(Belief(**step["belief"]), p, after)
-            last = position == len(steps) - 1
-            if last or value < args.min_retrieval_value:
-                action = "abstain" if p < abstain_below else "stop"
-        if action:
+        decision = decide(
+            Belief(**step["belief"]),
+            diagnostics,
+            p,
+            Budget(rounds_used=position + 1, tokens_used=0, corrections_used=0, searched=True),
+            config,
+            search_cost=0,
+            after_search=after_search.predict(diagnostics) if after_search else None,
+        )
+        if decision.action.terminal:
+            action = decision.action.value
             f1 = 0.0 if action == "abstain" else f1_score(step["draft_answer"], answers)
             return {"action": action, "f1": f1, "tokens": step["spent"], "rounds": position + 1}
-    raise AssertionError("unreachable: the last step always ends the replay")
+    raise AssertionError("unreachable: the round cap ends the replay at the last step")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

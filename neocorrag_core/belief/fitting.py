@@ -122,7 +122,7 @@ def rows_from_trajectories(
         what = (
             "measured a draft answer"
             if target == "answerability"
-            else ("measured a draft answer, searched, and measured again")
+            else "measured a draft answer, searched, and measured again"
         )
         raise InputError(
             f"no step of the {count} record(s) {what}: nothing to fit on "

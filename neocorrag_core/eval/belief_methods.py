@@ -69,10 +69,12 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class Shared:
-    """What every method of one run shares: the components, the calibrator, the caps."""
+    """What every method of one run shares: the components, the calibrator and the
+    after-search model (each file read once), the caps."""
 
     components: BeliefComponents
     calibrator: AnswerabilityCalibrator
+    after_search: AnswerabilityCalibrator
     config: BeliefConfig
 
 
@@ -241,7 +243,12 @@ def _shared(context: BuildContext) -> Shared:
             writer=components.writer,
             relevance=components.relevance,
         )
-    shared = Shared(components, AnswerabilityCalibrator.load(), config)
+    shared = Shared(
+        components,
+        AnswerabilityCalibrator.load(),
+        AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE),
+        config,
+    )
     context.shared["belief"] = shared
     return shared
 
@@ -282,7 +289,12 @@ def build(name: str, context: BuildContext) -> Any:
     parts = shared.components.as_kwargs()
     if name == "belief-chains":
         parts["verifier"] = _chain_verifier(shared, context)
-    controller = BeliefController(**parts, calibrator=shared.calibrator, config=shared.config)
+    controller = BeliefController(
+        **parts,
+        calibrator=shared.calibrator,
+        after_search=shared.after_search,
+        config=shared.config,
+    )
     return BeliefMethod(name, controller, ABLATIONS[name])
 
 

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from typing import Any
 
 from neocorrag_core.config import KEEP_MODES
 from neocorrag_core.eval.protocol import BuildContext, Method, MethodFactory
@@ -39,23 +40,24 @@ class MethodSpec:
     what the method's records depend on beyond the run settings (its prompts, a shipped
     coefficient file); a cached record of another version is run again. Empty: none."""
 
-    def load_factory(self) -> MethodFactory:
-        """Import the factory (the method's module is imported here, not before)."""
-        module_name, _, attr = self.factory.partition(":")
+    def _resolve(self, ref: str) -> Any:
+        """The object a ``"module:attribute"`` reference names (its module imported now)."""
+        module_name, _, attr = ref.partition(":")
         try:
             module = importlib.import_module(module_name)
         except ImportError as err:
             hint = f"; install {self.requires}" if self.requires else ""
             raise ImportError(f"method {self.name!r} cannot be built ({err}){hint}") from err
-        factory: MethodFactory = getattr(module, attr)
+        return getattr(module, attr)
+
+    def load_factory(self) -> MethodFactory:
+        """Import the factory (the method's module is imported here, not before)."""
+        factory: MethodFactory = self._resolve(self.factory)
         return factory
 
     def current_version(self) -> str:
         """The method's version now (``""`` when it declares none); cheap, loads no model."""
-        if not self.version:
-            return ""
-        module_name, _, attr = self.version.partition(":")
-        return str(getattr(importlib.import_module(module_name), attr)(self.name))
+        return str(self._resolve(self.version)(self.name)) if self.version else ""
 
 
 _REFINERS = "neocorrag_core.eval.refiners"
