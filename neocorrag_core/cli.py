@@ -332,8 +332,9 @@ def add_eval_parser(sub: Any) -> None:
         nargs="+",
         default=list(DEFAULT_METHODS),
         help="methods to compare (space or comma separated; default: every refinement "
-        "method; the EviReform methods evireform, evireform-repeat, evireform-rerank and "
-        "evireform-neocorrag run when named, best with --pool corpus)",
+        "method; the EviReform methods evireform, evireform-lm, evireform-rounds2, "
+        "evireform-repeat, evireform-rerank and evireform-neocorrag run when named, best "
+        "with --pool corpus)",
     )
     ev.add_argument("--top-k", type=int, default=5, help="passages retrieved per question")
     ev.add_argument("--pool", choices=["per-question", "corpus"], default="per-question")

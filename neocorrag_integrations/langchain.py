@@ -199,9 +199,11 @@ class EvidenceReformulationRetriever(ReformulationSettings, BaseRetriever):
     """Wraps your retriever and searches again for the evidence it missed (EviReform).
 
     The question goes to ``retriever`` first; the triples of what comes back become
-    propositions, the most helpful ones are selected as evidence, and residual queries
-    for what is still missing (written by the LM, or the evidence's bridge entities) go
-    to ``retriever`` again. All results are pooled, scored against the question and the
+    propositions, the facts that state what the question asks about are selected as
+    evidence, and residual queries for what is still missing (by default each bridge entity
+    the evidence names with the question's open relation words, e.g. ``"Mountrail County
+    capital"``; with ``config={"residual_queries": "lm"}`` written by the LM) go to
+    ``retriever`` again. All results are pooled, scored against the question and the
     residual queries, and the best ``k`` come back, best first.
 
     Each query is sent as ``retriever.invoke(query)`` and its first ``first_k`` (default
@@ -220,7 +222,7 @@ class EvidenceReformulationRetriever(ReformulationSettings, BaseRetriever):
     Returns copies of the best ``k`` documents (``id`` and metadata kept) with
     ``neocorrag_evireform_rank`` (1-based), ``neocorrag_evireform_score``,
     ``neocorrag_found_by_query`` / ``neocorrag_found_by_kind`` (the first query that
-    retrieved it: ``"original"``, ``"lm"``, ``"entities"`` or ``"repeat"``),
+    retrieved it: ``"original"``, ``"template"``, ``"entities"``, ``"lm"`` or ``"repeat"``),
     ``neocorrag_query_ranks`` (every query that retrieved it, with the 1-based rank), and,
     the same on each document of a call, ``neocorrag_residual_queries`` and
     ``neocorrag_evireform_evidence``. The documents passed in are never modified. When the

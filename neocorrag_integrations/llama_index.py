@@ -262,9 +262,11 @@ class EvidenceReformulationRetriever(BaseRetriever):
     """Wraps your retriever and searches again for the evidence it missed (EviReform).
 
     The question goes to ``retriever`` first; the triples of what comes back become
-    propositions, the most helpful ones are selected as evidence, and residual queries
-    for what is still missing (written by the LM, or the evidence's bridge entities) go
-    to ``retriever`` again. All results are pooled, scored against the question and the
+    propositions, the facts that state what the question asks about are selected as
+    evidence, and residual queries for what is still missing (by default each bridge entity
+    the evidence names with the question's open relation words, e.g. ``"Mountrail County
+    capital"``; with ``config={"residual_queries": "lm"}`` written by the LM) go to
+    ``retriever`` again. All results are pooled, scored against the question and the
     residual queries, and the best ``k`` nodes come back, best first.
 
     Each query is sent as ``retriever.retrieve(...)`` (``aretrieve`` from
@@ -296,8 +298,8 @@ class EvidenceReformulationRetriever(BaseRetriever):
         retriever: the LlamaIndex retriever to wrap.
         k: nodes returned.
         config: a :class:`~neocorrag_core.evireform.ReformulationConfig` or a dict of its
-            fields, e.g. ``{"residual_queries": "entities"}`` (no LM at all together with
-            ``"selection": "embedding"``).
+            fields, e.g. ``{"residual_queries": "lm", "selection": "beam"}`` (the LM
+            writes queries and selects evidence; the default needs no LM at all).
         embedder / lm / triple_source / reformulator / models: as for
             :class:`~neocorrag_integrations._reformulation.ReformulationSettings`;
             ``models=postprocessor`` shares a :class:`NeocorRAGPostprocessor`'s models and

@@ -1,6 +1,10 @@
 """EviReform in the benchmark: methods that search again instead of refining the top-k.
 
 * ``evireform``: the reformulation loop's top-k (default :class:`ReformulationConfig`).
+* ``evireform-lm``: the LM selects the evidence (trie-constrained beams) and writes the
+  residual queries (bridge entities fill the free slots), beside the LM-free default.
+* ``evireform-rounds2``: up to two rounds, the second only while the question's relation
+  words stay open (``adaptive_rounds``).
 * ``evireform-repeat``: the paper's matched-query control: a second round that asks the
   original question again (no LM).
 * ``evireform-rerank``: the paper's rerank control: the residual queries ``evireform``
@@ -14,6 +18,8 @@ question; a method that reuses it reports the loop's tokens and seconds as its c
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,14 +33,29 @@ from neocorrag_core.evireform import (
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.types import Passage
 
-EVIREFORM_METHODS = ("evireform", "evireform-repeat", "evireform-rerank", "evireform-neocorrag")
+EVIREFORM_METHODS = (
+    "evireform",
+    "evireform-lm",
+    "evireform-rounds2",
+    "evireform-repeat",
+    "evireform-rerank",
+    "evireform-neocorrag",
+)
+# Variants that run their own loop: the default configuration with these fields changed.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "evireform-lm": {"selection": "beam", "residual_queries": "lm"},
+    "evireform-rounds2": {"rounds": 2, "adaptive_rounds": True},
+    "evireform-repeat": {"residual_queries": "repeat"},
+}
 
 
 def _loop_info(result: ReformulationResult, reused: bool) -> dict[str, Any]:
     return {
         "first_pool_ids": [p.id for p in result.first_pool],
         "pool_ids": [p.id for p in result.pool],
-        "queries": [[q.text, q.kind, q.round] for q in result.queries],
+        "queries": [[q.text, q.kind, q.round, q.bridge] for q in result.queries],
+        "query_results": [list(ids) for ids in result.query_results],
+        "rounds": result.rounds,
         "evidence": [p.text for p in result.evidence],
         "found_by": [r.found_by for r in result.passages],
         "sufficient": result.sufficient,
@@ -79,8 +100,8 @@ class EviReformMethod:
         """Retrieve again with ``call.search`` and return this method's top-``k`` context."""
         question, passages, search = call.question, call.passages, call.search
         k = call.k or len(passages) or 5
-        if self.name == "evireform-repeat":
-            result = self.reformulator.retrieve(question, search, k, residual_queries="repeat")
+        if self.name in VARIANTS:
+            result = self.reformulator.retrieve(question, search, k, **VARIANTS[self.name])
             return _output([r.passage for r in result.passages], result, _loop_info(result, False))
         result, reused = self._loop(question, passages, search, k)
         info = _loop_info(result, reused)
@@ -89,6 +110,8 @@ class EviReformMethod:
         if self.name == "evireform-rerank":
             ranked = self.reformulator.rerank(question, result.queries, result.first_pool, k)
             info["pool_ids"] = info["first_pool_ids"]
+            # its residual queries only re-score: they retrieved nothing
+            info["query_results"] = info["query_results"][:1] + [[] for _ in result.queries[1:]]
             info["found_by"] = [r.found_by for r in ranked]
             return _output([r.passage for r in ranked], result, info)
         if self.miner is None:
@@ -124,6 +147,20 @@ def _output(
     )
 
 
+RULES_VERSION = "chains-1"
+"""Bumped when the loop's rules change in a way its configuration does not show (relation
+words, relation-first evidence, the chain-aware top-k were ``chains-1``)."""
+
+
+def method_version(name: str) -> str:
+    """What a cached record of ``name`` depends on beyond the run settings: the rules
+    version and a digest of the default configuration with the method's own changes (so a
+    changed default reruns the records it changes)."""
+    config = ReformulationConfig().with_overrides(**VARIANTS.get(name, {}))
+    digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()
+    return f"{RULES_VERSION} config {digest[:12]}"
+
+
 def build(name: str, context: BuildContext) -> EviReformMethod:
     """Factory of the :data:`EVIREFORM_METHODS`: built together, they share one reformulator
     (the miner's models and triple source) and one loop memo."""
@@ -139,4 +176,11 @@ def build(name: str, context: BuildContext) -> EviReformMethod:
     return EviReformMethod(name, reformulator, memo, context.miner)
 
 
-__all__ = ["EVIREFORM_METHODS", "EviReformMethod", "build"]
+__all__ = [
+    "EVIREFORM_METHODS",
+    "RULES_VERSION",
+    "VARIANTS",
+    "EviReformMethod",
+    "build",
+    "method_version",
+]

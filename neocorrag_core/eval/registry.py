@@ -64,6 +64,7 @@ _REFINERS = "neocorrag_core.eval.refiners"
 _EVIREFORM = "neocorrag_core.eval.evireform_methods"
 _BELIEF = "neocorrag_core.eval.belief_methods"
 _BELIEF_VERSION = f"{_BELIEF}:method_version"
+_EVIREFORM_VERSION = f"{_EVIREFORM}:method_version"
 
 BUILTIN_METHODS: tuple[MethodSpec, ...] = (
     MethodSpec("none", "no refinement: the retrieved top-k", f"{_REFINERS}:build_none"),
@@ -100,22 +101,40 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         f"{_REFINERS}:build_miner",
     ),
     MethodSpec(
-        "evireform", "EviReform: residual queries, mixing, propagation", f"{_EVIREFORM}:build"
+        "evireform",
+        "EviReform: residual queries, mixing, propagation",
+        f"{_EVIREFORM}:build",
+        version=_EVIREFORM_VERSION,
+    ),
+    MethodSpec(
+        "evireform-lm",
+        "EviReform with the LM: beam-selected evidence, LM-written residual queries",
+        f"{_EVIREFORM}:build",
+        version=_EVIREFORM_VERSION,
+    ),
+    MethodSpec(
+        "evireform-rounds2",
+        "EviReform with a second round while the question's relation words stay open",
+        f"{_EVIREFORM}:build",
+        version=_EVIREFORM_VERSION,
     ),
     MethodSpec(
         "evireform-repeat",
         "EviReform control: the original question asked again",
         f"{_EVIREFORM}:build",
+        version=_EVIREFORM_VERSION,
     ),
     MethodSpec(
         "evireform-rerank",
         "EviReform control: residual queries re-score the first pool only",
         f"{_EVIREFORM}:build",
+        version=_EVIREFORM_VERSION,
     ),
     MethodSpec(
         "evireform-neocorrag",
         "EviReform top-k, then neocorrag-beam refinement",
         f"{_EVIREFORM}:build",
+        version=_EVIREFORM_VERSION,
     ),
     MethodSpec(
         "closed-book",

@@ -69,31 +69,62 @@ def comparison_table(results: dict[str, Any]) -> str:
     if not results["comparisons"]:
         return "_No comparison: the baseline `none` was not run._"
     rows = [
-        "| method | ΔF1 (pt) | ΔEM (pt) | ΔRecall (pt) | ΔAID (passages) |",
-        "|---|---|---|---|---|",
+        "| method | ΔF1 (pt) | ΔEM (pt) | ΔRecall (pt) | ΔChain (pt) | ΔAID (passages) |",
+        "|---|---|---|---|---|---|",
     ]
     read = not answers_skipped(results)
     for name, ci in results["comparisons"].items():
         f1, em = (_interval(ci["f1"]), _interval(ci["em"])) if read else ("–", "–")
+        chain = _interval(ci["chain"]) if "chain" in ci else "–"  # older results.json: none
         rows.append(
-            f"| {name} | {f1} | {em} | {_interval(ci['recall'])} | {_interval(ci['aid'], 1.0, 2)} |"
+            f"| {name} | {f1} | {em} | {_interval(ci['recall'])} | {chain} | "
+            f"{_interval(ci['aid'], 1.0, 2)} |"
         )
     return "\n".join(rows)
+
+
+def _rounds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
 
 
 def pool_table(results: dict[str, Any]) -> str:
     """Markdown table of candidate-pool completeness for methods that retrieve again."""
     rows = [
-        "| method | pool complete before | pool complete after | LM tokens / q | method s / q |",
-        "|---|---:|---:|---:|---:|",
+        "| method | pool complete before | pool complete after | residual rounds / q | "
+        "LM tokens / q | method s / q |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for name, agg in results["methods"].items():
         if agg.get("pool_complete") is None:
             continue
         rows.append(
             f"| {name} | {_pct(agg['first_pool_complete'])} | {_pct(agg['pool_complete'])} | "
-            f"{agg['method_tokens']:.0f} | {agg['seconds'].get('method', 0):.2f} |"
+            f"{_rounds(agg.get('residual_rounds'))} | {agg['method_tokens']:.0f} | "
+            f"{agg['seconds'].get('method', 0):.2f} |"
         )
+    return "\n".join(rows) if len(rows) > 2 else ""
+
+
+def source_table(results: dict[str, Any]) -> str:
+    """Markdown table: residual queries per source, and how often each reached a gold
+    passage the first search had missed."""
+    rows = [
+        "| method | source | queries / q | reached a missed gold passage | "
+        "missed gold passages it found first |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for name, agg in results["methods"].items():
+        sources = agg.get("query_sources")
+        if not sources:
+            continue
+        n = max(agg["questions"], 1)
+        for kind, row in sorted(sources.items()):
+            sent = row.get("queries", 0)
+            hit = row.get("found_missed_gold", 0)
+            share = f"{hit} ({100 * hit / sent:.1f} %)" if sent else "0"
+            rows.append(
+                f"| {name} | {kind} | {sent / n:.2f} | {share} | {row.get('gold_first', 0)} |"
+            )
     return "\n".join(rows) if len(rows) > 2 else ""
 
 
@@ -234,6 +265,19 @@ def render_report(results: dict[str, Any]) -> str:
             "A pool is complete when it holds every gold passage of the question: before = "
             "the first retrieval's top-k, after = every passage any query returned.",
         ]
+    sources = source_table(results)
+    if sources:
+        lines += [
+            "",
+            "## Residual queries by source",
+            "",
+            sources,
+            "",
+            "Sources: `template` = a bridge entity with the question's open relation words, "
+            "`entities` = a bare bridge entity, `lm` = written by the LM, `repeat` = the "
+            "question again. A query reached a missed gold passage when its results held a "
+            "gold passage that the first search's top-k did not.",
+        ]
     answering = answering_table(results)
     if answering:
         lines += [
@@ -284,4 +328,5 @@ __all__ = [
     "pool_table",
     "quality_table",
     "render_report",
+    "source_table",
 ]

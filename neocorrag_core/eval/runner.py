@@ -266,6 +266,7 @@ def score_record(
         # the first retrieval's pool / in the pool after residual retrieval.
         "first_pool_complete": _complete(output.info.get("first_pool_ids"), gold),
         "pool_complete": _complete(output.info.get("pool_ids"), gold),
+        **query_sources(output.info, gold),
         **gold_diagnosis(retrieved, ids, gold, output.info),
         "method_prompt_tokens": output.prompt_tokens,
         "method_generated_tokens": output.generated_tokens,
@@ -302,6 +303,30 @@ def gold_diagnosis(
             stage = stages.get(passage.id, "unknown")
             lost[stage] = lost.get(stage, 0) + 1
     return {"gold_lost_at": lost, "gold_kept_by": kept}
+
+
+def query_sources(info: Any, gold: Sequence[str]) -> dict[str, Any]:
+    """For methods that search again (EviReform): per query source (``"template"``,
+    ``"entities"``, ``"lm"``, ...) how many residual queries were sent, how many returned a
+    gold passage that the first search missed, and how many such gold passages that source
+    found first."""
+    queries, results = info.get("queries"), info.get("query_results")
+    if not queries or results is None:
+        return {}
+    first = set(info.get("first_pool_ids") or ())
+    missed = set(gold) - first
+    sources: dict[str, dict[str, int]] = {}
+    credited: set[str] = set()
+    for query, ids in zip(queries[1:], results[1:], strict=False):
+        kind = str(query[1])
+        row = sources.setdefault(kind, {"queries": 0, "found_missed_gold": 0, "gold_first": 0})
+        row["queries"] += 1
+        new = missed.intersection(ids)
+        if new:
+            row["found_missed_gold"] += 1
+        row["gold_first"] += len(new - credited)
+        credited |= new
+    return {"query_sources": sources}
 
 
 def _complete(pool_ids: Sequence[str] | None, gold: Sequence[str]) -> float | None:
@@ -629,6 +654,8 @@ def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "fallbacks": _count(r["info"].get("fallback") for r in records),
         "first_pool_complete": _mean_known(r.get("first_pool_complete") for r in records),
         "pool_complete": _mean_known(r.get("pool_complete") for r in records),
+        "query_sources": _sum_sources(r.get("query_sources") for r in records),
+        "residual_rounds": _mean_known(r["info"].get("rounds") for r in records),
         "gold_lost_at": _sum_counts(r.get("gold_lost_at") for r in records),
         "gold_kept_by": _sum_counts(r.get("gold_kept_by") for r in records),
     }
@@ -643,6 +670,20 @@ def _sum_counts(values: Any) -> dict[str, int] | None:
         total = total or {}
         for key, n in counts.items():
             total[key] = total.get(key, 0) + n
+    return total
+
+
+def _sum_sources(values: Any) -> dict[str, dict[str, int]] | None:
+    """Per-source sums of :func:`query_sources` counts (None when no record had any)."""
+    total: dict[str, dict[str, int]] | None = None
+    for sources in values:
+        if sources is None:
+            continue
+        total = total or {}
+        for kind, counts in sources.items():
+            row = total.setdefault(kind, {})
+            for key, n in counts.items():
+                row[key] = row.get(key, 0) + n
     return total
 
 
@@ -674,7 +715,9 @@ def summarize(
     # Compare only questions every method finished, so all rows describe the same questions.
     complete = [q for q in ids if all(q in cache.load(m) for m in settings.methods)]
     aggregates = {m: aggregate([cache.load(m)[q] for q in complete]) for m in settings.methods}
-    comparisons = _compare(settings, cache, complete, BASELINE, ("f1", "aid", "em", "recall"))
+    comparisons = _compare(
+        settings, cache, complete, BASELINE, ("f1", "aid", "em", "recall", "chain")
+    )
     against_iterative = _compare(
         settings, cache, complete, ITERATIVE, ("f1", "em", "evidence_recall", "total_tokens")
     )

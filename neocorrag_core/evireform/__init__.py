@@ -1,11 +1,14 @@
 """Evidence-guided query reformulation (EviReform): search again for the missing evidence.
 
-Stages, one module each: ``propositions`` (a: triples of the retrieved passages
-become propositions), ``selection`` (b: the LM picks the helpful ones among the
-candidates), ``residual`` (c: residual queries for what is still missing, or bridge
-entities without an LM), ``scoring`` (d-f: per-query normalization and mixing, one
-round of shared-entity propagation, passage aggregation); ``reformulator`` wires them
-around any ``search(query, k)`` function.
+Stages, one module each: ``propositions`` (a: triples of the retrieved passages, and the
+sentences that state a relation the question asks about, become propositions),
+``relations`` (the question's relation words the evidence has not covered yet),
+``selection`` (b: relation-stating facts first, or the LM picks the helpful ones among the
+candidates), ``residual`` (c: residual queries for what is still missing: bridge entities
+with the open relation words, or written by the LM), ``scoring`` (d-f: per-query
+normalization and mixing, one round of shared-entity propagation, passage aggregation),
+``ranking`` (g: the chain-aware top-k); ``reformulator`` wires them around any
+``search(query, k)`` function.
 """
 
 from .config import ReformulationConfig

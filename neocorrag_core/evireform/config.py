@@ -17,6 +17,7 @@ from neocorrag_core.validation import check_bool, check_choice, check_int, check
 ResidualMode = Literal["lm", "entities", "repeat"]
 SelectionMode = Literal["beam", "rank", "embedding"]
 AggregationMode = Literal["max", "sum"]
+RankingMode = Literal["mixed", "chains"]
 PromptContext = Literal["passages", "sentences"]
 
 
@@ -30,7 +31,10 @@ class ReformulationConfig:
         residual_k: passages asked for each residual query.
         residual_retrieval: ``False`` is the paper's *rerank* control: residual queries
             only re-score the first pool, nothing new is retrieved.
-        rounds: reformulation rounds (paper's main setting: 1).
+        rounds: reformulation rounds at most (paper's main setting: 1).
+        adaptive_rounds: a round after the first runs only while the evidence leaves some
+            relation word of the question open (:mod:`~neocorrag_core.evireform.relations`);
+            ``False`` runs every round while new passages arrive.
 
     Evidence selection (stage b)
         selection: ``"beam"`` (trie-constrained beam search over the proposition texts,
@@ -43,7 +47,12 @@ class ReformulationConfig:
             entities drawn from it, with noise. Measured on the 100 MuSiQue questions
             (corpus pool, bridge-entity queries): margin none / 0.1 / 0.05 gave Recall@5
             0.610 / 0.607 / 0.603, Chain@5 0.33 each, 2.77 / 2.46 / 2.04 queries.
-        max_selection_candidates: propositions offered to the LM, best cosine first.
+        relation_evidence: facts that state a relation word the question still asks for
+            and name a bridge entity, from passages that name a question entity (or a bridge
+            already searched), come first, one per passage in turn; sentences that state
+            such a relation become candidates too (triple extractors miss relations, and
+            the bridge hides behind them). ``False``: the paper's order (cosine only).
+        max_selection_candidates: propositions offered to the LM, best first.
         selection_passages / max_passage_chars: passages shown in the selection prompt.
         prompt_context: ``"passages"`` (cut to ``max_passage_chars``) or ``"sentences"``
             (only the sentences that mention an entity of a candidate the passage supplied),
@@ -55,6 +64,11 @@ class ReformulationConfig:
             only, no LM), or ``"repeat"`` (the paper's control: the original question
             again, no LM).
         max_residual_queries: at most this many per round (paper: 3).
+        relation_words: a bridge-entity query carries the question's relation words that
+            the evidence has not covered yet ("Mountrail County capital", kind
+            ``"template"``), so it reaches the next hop instead of any passage that
+            mentions the entity; ``False``: the bare entity (kind ``"entities"``).
+        max_relation_words: at most this many relation words per query.
         fill_with_entities: with ``"lm"``, free query slots go to bridge entities that
             the LM's queries do not name (our addition: the 0.5B LM often writes a
             single usable query, and the next hop hides behind another entity).
@@ -77,6 +91,10 @@ class ReformulationConfig:
         propagation_weight: share of each proposition's score that comes from its
             shared-entity neighbours after one propagation round (paper: 0.5).
         aggregation: passage score = ``"max"`` (default) or ``"sum"`` of its propositions'.
+        ranking: ``"chains"`` (default): the final top-k keeps each found hop together with
+            the passage its bridge came from (:mod:`~neocorrag_core.evireform.ranking`), the
+            rest by score; ``"mixed"``: the paper's top-k by score alone.
+        chain_lead: with ``"chains"``, the best-scored passages kept before any hop.
 
     Budget
         max_lm_tokens: prompt + generated tokens the LM may spend per question; a step
@@ -88,14 +106,14 @@ class ReformulationConfig:
     residual_k: int = 5
     residual_retrieval: bool = True
     rounds: int = 1
-    selection: SelectionMode = "beam"
+    selection: SelectionMode = "embedding"
     max_evidence: int = 3
     evidence_margin: float | None = 0.1
     max_selection_candidates: int = 40
     selection_passages: int = 5
     max_passage_chars: int = 400
     prompt_context: PromptContext = "passages"
-    residual_queries: ResidualMode = "lm"
+    residual_queries: ResidualMode = "entities"
     max_residual_queries: int = 3
     fill_with_entities: bool = True
     max_query_tokens: int = 64
@@ -104,10 +122,16 @@ class ReformulationConfig:
     max_title_tokens: int = DEFAULT_TITLE_TOKENS
     max_passage_tokens: int = DEFAULT_PASSAGE_TOKENS
     max_prompt_tokens: int = DEFAULT_PROMPT_TOKENS
+    relation_words: bool = True
+    relation_evidence: bool = True
+    max_relation_words: int = 3
+    adaptive_rounds: bool = True
     score_temperature: float | None = 0.1
     original_weight: float = 0.5
     propagation_weight: float = 0.5
     aggregation: AggregationMode = "max"
+    ranking: RankingMode = "chains"
+    chain_lead: int = 1
     max_lm_tokens: int | None = 4000
 
     def __post_init__(self) -> None:
@@ -115,6 +139,7 @@ class ReformulationConfig:
         check_choice(owner, "selection", self.selection, ("beam", "rank", "embedding"))
         check_choice(owner, "residual_queries", self.residual_queries, ("lm", "entities", "repeat"))
         check_choice(owner, "aggregation", self.aggregation, ("max", "sum"))
+        check_choice(owner, "ranking", self.ranking, ("mixed", "chains"))
         check_choice(owner, "prompt_context", self.prompt_context, ("passages", "sentences"))
         for name in (
             "residual_k",
@@ -128,13 +153,21 @@ class ReformulationConfig:
             "max_title_tokens",
             "max_passage_tokens",
             "max_prompt_tokens",
+            "max_relation_words",
         ):
             check_int(owner, name, getattr(self, name), minimum=1)
         check_int(owner, "first_k", self.first_k, minimum=1, optional=True)
         check_int(owner, "selection_passages", self.selection_passages, minimum=0)
+        check_int(owner, "chain_lead", self.chain_lead, minimum=0)
         check_int(owner, "max_passage_chars", self.max_passage_chars, minimum=0)
         check_int(owner, "max_lm_tokens", self.max_lm_tokens, minimum=0, optional=True)
-        for name in ("residual_retrieval", "fill_with_entities"):
+        for name in (
+            "residual_retrieval",
+            "fill_with_entities",
+            "relation_words",
+            "relation_evidence",
+            "adaptive_rounds",
+        ):
             check_bool(owner, name, getattr(self, name))
         check_number(owner, "evidence_margin", self.evidence_margin, low=0.0, optional=True)
         for name in ("original_weight", "propagation_weight"):
@@ -167,4 +200,10 @@ class ReformulationConfig:
         return asdict(self)
 
 
-__all__ = ["AggregationMode", "ReformulationConfig", "ResidualMode", "SelectionMode"]
+__all__ = [
+    "AggregationMode",
+    "RankingMode",
+    "ReformulationConfig",
+    "ResidualMode",
+    "SelectionMode",
+]

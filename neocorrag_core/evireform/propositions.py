@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from neocorrag_core.entities import capitalized_spans
 from neocorrag_core.graph import normalize_entity
 from neocorrag_core.types import Passage, Triple
 
+from .relations import relation_position
 from .types import Proposition
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -46,6 +48,56 @@ def build_propositions(
     return list(by_text.values())
 
 
+def relation_sentences(
+    passages: Sequence[Passage],
+    words: Sequence[str],
+    *,
+    max_chars: int = LEAD_SENTENCE_CHARS,
+    max_names: int = 3,
+) -> list[Proposition]:
+    """One proposition per sentence that states one of the question's relation ``words``
+    ("His father was Thomas Stanley" for "father"); its entities are the sentence's names,
+    those after the relation word first (nearest first), at most ``max_names``.
+
+    Triple extractors miss relations, and the next hop hides behind them: a sentence that
+    says the relation the question asks about names the bridge even when no triple does.
+    """
+    if not words:
+        return []
+    found: list[Proposition] = []
+    for passage in passages:
+        body = " ".join(passage.text.split())
+        for sentence in _SENTENCE_SPLIT.split(body):
+            at = relation_position(sentence, words)
+            if at < 0:
+                continue
+            names = _names_near(sentence, at)[: max(0, max_names)]
+            keys = tuple(dict.fromkeys(k for k in map(normalize_entity, names) if k))
+            if keys:
+                found.append(Proposition(sentence[:max_chars], (passage.id,), keys, names))
+    return found
+
+
+# Sentence ends, but not after an initial ("José A. Ferreyra") or a common abbreviation.
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\bJr\.)(?<!\bSt\.)(?<!\bDr\.)\s+")
+_SEGMENT = re.compile(r"[,;:()\[\]\"“”]|\s+and\s+|\s+or\s+")
+
+
+def _names_near(sentence: str, at: int) -> tuple[str, ...]:
+    """The names of a sentence (capitalized spans of its comma-free segments), those that
+    start at or after character ``at`` first in reading order, then the earlier ones from
+    the nearest back."""
+    after: list[str] = []
+    before: list[str] = []
+    position = 0
+    for segment in _SEGMENT.split(sentence):
+        start = sentence.find(segment, position) if segment else position
+        position = max(position, start + len(segment))
+        for span in capitalized_spans(segment):
+            (after if start + segment.find(span.split()[0]) >= at else before).append(span)
+    return tuple(dict.fromkeys([*after, *reversed(before)]))
+
+
 def _from_triple(triple: Triple, passage_id: str) -> Proposition:
     surface = tuple(dict.fromkeys(e for e in (triple.subject, triple.object) if e.strip()))
     keys = tuple(dict.fromkeys(k for k in map(normalize_entity, surface) if k))
@@ -61,4 +113,4 @@ def _lead_sentence(passage: Passage) -> Proposition:
     return Proposition(text, (passage.id,), (key,) if key else (), (title,) if key else ())
 
 
-__all__ = ["build_propositions"]
+__all__ = ["build_propositions", "relation_sentences"]

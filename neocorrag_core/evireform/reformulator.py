@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from neocorrag_core.cost import Cost
+from neocorrag_core.entities import capitalized_spans
 from neocorrag_core.errors import InputError, RetrievalError
 from neocorrag_core.generation import chat_prompt_ids, greedy_generate, text_token_ids
 from neocorrag_core.models import LazyModels
@@ -35,20 +36,23 @@ from neocorrag_core.triples.base import triples_per_passage
 from neocorrag_core.types import Passage
 
 from .config import ReformulationConfig
-from .propositions import build_propositions
+from .propositions import build_propositions, relation_sentences
+from .ranking import chain_links, chain_top_k
+from .relations import open_relation_words, qualify
 from .residual import (
     bridge_entities,
     bridge_entity_queries,
+    names_entity,
     parse_residual_queries,
     residual_prompt_text,
 )
 from .scoring import aggregate_to_passages, mix_query_scores, propagate, shared_entity_neighbors
 from .selection import (
     build_selection_prompt,
+    evidence_order,
     proposition_focus,
     select_with_lm,
     selection_cost_bound,
-    top_by_similarity,
 )
 from .types import (
     Proposition,
@@ -75,9 +79,12 @@ class _State(Cost):
     ranks: dict[str, dict[int, int]] = field(default_factory=dict)
     evidence: list[Proposition] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    results: dict[int, list[str]] = field(default_factory=dict)
+    rounds: int = 0
 
     def add_results(self, query_index: int, passages: Sequence[Passage]) -> list[Passage]:
         """Merge one query's results into the pool; returns the passages new to it."""
+        self.results[query_index] = [p.id for p in passages]
         new: list[Passage] = []
         for rank, passage in enumerate(passages):
             seen = self.ranks.setdefault(passage.id, {})
@@ -177,15 +184,18 @@ class EvidenceReformulator:
             if not fresh:
                 break
             props = self._propositions(list(state.pool.values()), state)
-            written, sufficient = self._residual_round(state, props, fresh, config)
+            written, sufficient = self._residual_round(state, props, fresh, round_number, config)
             if sufficient or not written:
                 break
             start = len(state.queries)
-            state.queries += [ReformulationQuery(t, kind, round_number) for t, kind in written]
-            texts = [t for t, _ in written]
+            state.queries += [
+                ReformulationQuery(t, kind, round_number, bridge) for t, kind, bridge in written
+            ]
+            texts = [t for t, _, _ in written]
             if not config.residual_retrieval:
                 break  # the rerank control: the queries only re-score the first pool
             results = yield [(t, config.residual_k) for t in texts]
+            state.rounds = round_number
             fresh = []
             for offset, passages in enumerate(results):
                 fresh += state.add_results(start + offset, passages)
@@ -203,6 +213,8 @@ class EvidenceReformulator:
             pool=pool,
             first_pool_size=first_pool_size,
             sufficient=sufficient,
+            query_results=[state.results.get(i, []) for i in range(len(state.queries))],
+            rounds=state.rounds,
             notes=state.notes,
             prompt_tokens=state.prompt_tokens,
             generated_tokens=state.generated_tokens,
@@ -219,57 +231,96 @@ class EvidenceReformulator:
         state: _State,
         props: list[Proposition],
         fresh: list[Passage],
+        round_number: int,
         config: ReformulationConfig,
-    ) -> tuple[list[tuple[str, QueryKind]], bool]:
+    ) -> tuple[list[tuple[str, QueryKind, str]], bool]:
         """Select evidence among the fresh passages' propositions, then write the queries;
-        returns ``(query, kind)`` pairs and whether the LM called the evidence sufficient."""
+        returns ``(query, kind, bridge)`` triples and whether the LM called the evidence
+        sufficient. From the second round on, an adaptive loop stops here when the evidence
+        covers every relation word of the question."""
         asked = [q.text for q in state.queries]
         if config.residual_queries == "repeat":
-            return [(state.question, "repeat")], False
+            return [(state.question, "repeat", "")], False
         fresh_ids = {p.id for p in fresh}
         chosen = {p.text for p in state.evidence}
+        # What the question still asks for decides which facts come first (its bridges
+        # are the ones to follow), and, with relation_evidence, adds the sentences that
+        # state it when the triples missed them.
+        wanted = (
+            open_relation_words(state.question, [p.text for p in state.evidence])
+            if config.relation_evidence
+            else []
+        )
         candidates = [
             p for p in props if p.text not in chosen and fresh_ids.intersection(p.passage_ids)
         ]
+        taken = {p.text for p in candidates} | chosen
+        candidates += [p for p in relation_sentences(fresh, wanted) if p.text not in taken]
+        before = len(state.evidence)
         with timed(state.timings, "select"):
-            state.evidence += self._select(state, candidates, fresh, config)
-        queries: list[tuple[str, QueryKind]] = []
+            state.evidence += self._select(state, candidates, fresh, wanted, config)
+        # This round's facts first: the next hop starts from what the last search found.
+        recent = state.evidence[before:] + state.evidence[:before]
+        open_words = open_relation_words(state.question, [p.text for p in state.evidence])
+        if round_number > 1 and config.adaptive_rounds and not open_words:
+            state.notes.append(
+                f"rounds: stopped before round {round_number} (the evidence covers the "
+                "question's relation words)"
+            )
+            return [], False
+        bridges = bridge_entities(state.question, recent, interleave=True)
+        queries: list[tuple[str, QueryKind, str]] = []
         if config.residual_queries == "lm":
             with timed(state.timings, "residual"):
-                written = self._write_queries(state, asked, config)
+                written = self._write_queries(state, asked, bridges, config)
             if written is not None:
                 texts, sufficient = written
                 if sufficient:
                     return [], True
-                queries = [(t, "lm") for t in texts]
+                queries = [(t, "lm", _named_bridge(t, bridges)) for t in texts]
                 if not texts:
                     state.notes.append("residual_queries: bridge entities (the LM wrote none)")
             if queries and not config.fill_with_entities:
                 return queries, False
         room = config.max_residual_queries - len(queries)
         entities = bridge_entity_queries(
-            state.question, state.evidence, asked=asked + [t for t, _ in queries], max_queries=room
+            state.question,
+            recent,
+            asked=asked + [t for t, _, _ in queries],
+            max_queries=room,
+            interleave=True,
         )
         if not queries and not entities:
             state.notes.append("residual_queries: no bridge entity in the evidence")
-        return queries + [(e, "entities") for e in entities], False
+        words = open_words[: config.max_relation_words] if config.relation_words else []
+        for entity in entities:
+            text = qualify(entity, words)
+            queries.append((text, "template" if text != entity else "entities", entity))
+        return queries, False
 
     def _select(
         self,
         state: _State,
         candidates: list[Proposition],
         passages: list[Passage],
+        wanted: list[str],
         config: ReformulationConfig,
     ) -> list[Proposition]:
         if not candidates:
             return []
         embedder = self.models.embedder
         vecs = embedder.embed([state.question, *(p.text for p in candidates)])
-        order = top_by_similarity(vecs[0], vecs[1:], config.max_selection_candidates)
-        if config.evidence_margin is not None:
-            sims = vecs[1:] @ vecs[0]
-            floor = float(sims[order[0]]) - config.evidence_margin
-            order = [i for i in order if sims[i] >= floor]
+        anchors = [*capitalized_spans(state.question), *(q.bridge for q in state.queries)]
+        order = evidence_order(
+            state.question,
+            candidates,
+            passages,
+            np.asarray(vecs[1:]) @ np.asarray(vecs[0]),
+            wanted=wanted,
+            anchors=[a for a in anchors if a],
+            margin=config.evidence_margin,
+        )
+        order = order[: config.max_selection_candidates]
         if config.selection == "embedding":
             return [candidates[i] for i in order[: config.max_evidence]]
         offered = [candidates[i] for i in order]
@@ -305,7 +356,7 @@ class EvidenceReformulator:
         return [offered[i] for i in picked.indices]
 
     def _write_queries(
-        self, state: _State, asked: list[str], config: ReformulationConfig
+        self, state: _State, asked: list[str], bridges: list[str], config: ReformulationConfig
     ) -> tuple[list[str], bool] | None:
         """The LM's residual queries and whether it called the evidence sufficient;
         ``None`` when the budget does not allow the call."""
@@ -338,7 +389,7 @@ class EvidenceReformulator:
             state.question,
             [p.text for p in state.evidence],
             asked=asked,
-            bridges=bridge_entities(state.question, state.evidence),
+            bridges=bridges,
             max_queries=config.max_residual_queries,
             max_words=config.max_query_words,
         )
@@ -374,8 +425,14 @@ class EvidenceReformulator:
         by_passage = aggregate_to_passages(scores, props, config.aggregation)
         arrival = {p.id: i for i, p in enumerate(pool)}
         order = sorted(pool, key=lambda p: (-by_passage.get(p.id, 0.0), arrival[p.id]))
+        top = order[:k]
+        if config.ranking == "chains":
+            by_id = {p.id: p for p in pool}
+            links = chain_links(state.queries, state.results, state.evidence, by_id, order)
+            ids = chain_top_k([p.id for p in order], links, k, lead=config.chain_lead)
+            top = [by_id[pid] for pid in ids]
         ranked = []
-        for passage in order[:k]:
+        for passage in top:
             seen = state.ranks.get(passage.id, {})
             ranked.append(
                 RankedPassage(
@@ -411,6 +468,11 @@ class EvidenceReformulator:
         if not pool:
             return []
         return self._rank(state, self._propositions(pool, state), pool, k, config)
+
+
+def _named_bridge(query: str, bridges: Sequence[str]) -> str:
+    """The first bridge entity a (LM-written) query names, or ""."""
+    return next((b for b in bridges if names_entity(query, b)), "")
 
 
 def rank_scores(
@@ -451,5 +513,6 @@ __all__ = [
     "EvidenceReformulator",
     "RetrievalError",
     "SearchFn",
+    "chain_links",
     "rank_scores",
 ]

@@ -188,27 +188,53 @@ def _names_any(key: str, entities: Sequence[list[str]]) -> bool:
     return any(len(words.intersection(e)) * 3 >= 2 * len(e) for e in entities)
 
 
-def bridge_entities(question: str, evidence: Sequence[Proposition]) -> list[str]:
-    """Entities of the evidence, in order, that the question does not already name.
+def names_entity(text: str, entity: str) -> bool:
+    """Whether ``text`` names ``entity``: it holds at least 2/3 of the entity's words
+    (accents and case ignored)."""
+    words = _key(entity).split()
+    return bool(words) and _names_any(_key(text), [words])
 
-    Numbers and dates are skipped: a year links everything and finds nothing.
-    """
+
+def fact_bridges(question: str, prop: Proposition) -> list[str]:
+    """The entities of one fact, in order, that could start the next hop: names (not
+    descriptions, numbers or dates) that the question does not already name."""
     question_key = f" {_key(question)} "
     question_words = set(question_key.split())
     found: list[str] = []
-    seen: set[str] = set()
-    for prop in evidence:
-        for surface in prop.surface_entities:
-            key = _key(surface)
-            norm = normalize_entity(surface)
-            if not key or norm in seen or _is_date_or_number(key):
-                continue
-            seen.add(norm)
-            if f" {key} " in question_key or set(key.split()) <= question_words:
-                continue
-            if not _looks_like_a_name(surface):
-                continue
+    for surface in prop.surface_entities:
+        key = _key(surface)
+        if not key or _is_date_or_number(key):
+            continue
+        if f" {key} " in question_key or set(key.split()) <= question_words:
+            continue
+        if _looks_like_a_name(surface):
             found.append(" ".join(surface.split()))
+    return found
+
+
+def bridge_entities(
+    question: str, evidence: Sequence[Proposition], *, interleave: bool = False
+) -> list[str]:
+    """Entities of the evidence that the question does not already name, in evidence order;
+    with ``interleave``, the first bridge of every fact, then the second of every fact, and
+    so on, so that two facts (one per compared entity, say) each get a search before either
+    gets two.
+
+    Numbers and dates are skipped: a year links everything and finds nothing.
+    """
+    per_fact = [fact_bridges(question, prop) for prop in evidence]
+    if interleave:
+        depth = max((len(b) for b in per_fact), default=0)
+        ordered = [b[i] for i in range(depth) for b in per_fact if i < len(b)]
+    else:
+        ordered = [name for bridges in per_fact for name in bridges]
+    found: list[str] = []
+    seen: set[str] = set()
+    for name in ordered:
+        norm = normalize_entity(name)
+        if norm not in seen:
+            seen.add(norm)
+            found.append(name)
     return found
 
 
@@ -218,12 +244,15 @@ def bridge_entity_queries(
     *,
     asked: Sequence[str] = (),
     max_queries: int = 3,
+    interleave: bool = False,
 ) -> list[str]:
-    """Up to ``max_queries`` bridge entities, each one a query, skipping any that an
-    ``asked`` query already names."""
+    """Up to ``max_queries`` bridge entities (:func:`bridge_entities`), each one a query,
+    skipping any that an ``asked`` query already names."""
     done = [f" {_key(a)} " for a in asked]
     fresh = [
-        e for e in bridge_entities(question, evidence) if not any(f" {_key(e)} " in d for d in done)
+        e
+        for e in bridge_entities(question, evidence, interleave=interleave)
+        if not any(f" {_key(e)} " in d for d in done)
     ]
     return fresh[: max(0, max_queries)]
 
@@ -234,6 +263,8 @@ __all__ = [
     "ParsedQueries",
     "bridge_entities",
     "bridge_entity_queries",
+    "fact_bridges",
+    "names_entity",
     "parse_residual_queries",
     "residual_prompt_text",
 ]

@@ -17,6 +17,8 @@ from neocorrag_core.models import LanguageModel
 from neocorrag_core.prompt_budget import Clip
 from neocorrag_core.types import Passage
 
+from .relations import covers
+from .residual import fact_bridges, names_entity
 from .types import Proposition
 
 SELECTION_INSTRUCTION = (
@@ -50,6 +52,61 @@ def selection_prompt_text(
         lines += ["", "Passages:", *numbered_passages(passages, max_passage_chars, focus, clip)]
     lines += ["", "Reply with the fact only."]
     return "\n".join(lines)
+
+
+def evidence_order(
+    question: str,
+    candidates: Sequence[Proposition],
+    passages: Sequence[Passage],
+    similarities: np.ndarray,
+    *,
+    wanted: Sequence[str] = (),
+    anchors: Sequence[str] = (),
+    margin: float | None = None,
+) -> list[int]:
+    """Candidate indices in the order evidence is taken from them.
+
+    Facts that state one of the ``wanted`` relation words and name a bridge to follow come
+    first, one per passage in turn (two compared entities each get theirs), each passage's
+    best by ``similarities`` (cosine to the question) first; then the rest by similarity,
+    cut at ``margin`` below the best. Only facts of passages that name one of the
+    ``anchors`` (the question's entities, the bridges already searched) count as stating:
+    the chain must hang off what is known, not off a stray passage that happens to say
+    "born in". With no ``wanted`` word this is the paper's order (similarity only).
+    """
+    sims = np.asarray(similarities, dtype=float)
+    order: list[int] = np.argsort(-sims, kind="stable").tolist()
+    anchored = {
+        p.id
+        for p in passages
+        if not anchors or any(names_entity(f"{p.title} {p.text}", a) for a in anchors)
+    }
+    stating = {
+        i
+        for i, p in enumerate(candidates)
+        if anchored.intersection(p.passage_ids)
+        and covers(p.text, wanted)
+        and fact_bridges(question, p)
+    }
+    if margin is not None and order:
+        floor = float(sims[order[0]]) - margin
+        order = [i for i in order if i in stating or sims[i] >= floor]
+    first = round_robin([i for i in order if i in stating], candidates)
+    return first + [i for i in order if i not in stating]
+
+
+def round_robin(indices: Sequence[int], candidates: Sequence[Proposition]) -> list[int]:
+    """``indices`` reordered so that each source passage gives its best fact before any
+    gives a second (order kept within a passage and among passages)."""
+    per_passage: dict[str, list[int]] = {}
+    for i in indices:
+        source = candidates[i].passage_ids[0] if candidates[i].passage_ids else ""
+        per_passage.setdefault(source, []).append(i)
+    groups = list(per_passage.values())
+    out: list[int] = []
+    for depth in range(max((len(g) for g in groups), default=0)):
+        out += [g[depth] for g in groups if depth < len(g)]
+    return out
 
 
 def top_by_similarity(
@@ -133,7 +190,9 @@ __all__ = [
     "SELECTION_INSTRUCTION",
     "Selection",
     "build_selection_prompt",
+    "evidence_order",
     "proposition_focus",
+    "round_robin",
     "select_with_lm",
     "selection_cost_bound",
     "selection_prompt_text",

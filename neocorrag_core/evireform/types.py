@@ -8,7 +8,9 @@ from typing import Literal
 from neocorrag_core.cost import Cost
 from neocorrag_core.types import Passage, Triple
 
-QueryKind = Literal["original", "lm", "entities", "repeat"]
+QueryKind = Literal["original", "lm", "entities", "template", "repeat"]
+"""Who wrote a query: the question itself, the LM, a bare bridge entity, a bridge entity
+with the question's open relation words (``"template"``), or the repeat control."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class ReformulationQuery:
     kind: QueryKind
     round: int
     """0 for the original question, then the reformulation round that wrote it."""
+    bridge: str = ""
+    """The bridge entity the query searches from ("" when it names none)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,11 @@ class ReformulationResult(Cost):
     """How many of ``pool`` came from the first retrieval (they come first)."""
     sufficient: bool = False
     """The LM said the selected evidence already answers the question."""
+    query_results: list[list[str]] = field(default_factory=list)
+    """For each of :attr:`queries`, the passage ids its search returned, in rank order
+    (empty for the rerank control's queries, which search nothing)."""
+    rounds: int = 0
+    """Reformulation rounds that searched again."""
     notes: list[str] = field(default_factory=list)
     """Fallbacks taken (e.g. ``"residual_queries: bridge entities (lm wrote none)"``)."""
 

@@ -51,6 +51,9 @@ MINER_CONFIG = {"tau_edge": 0.1, "tau_boost": 0.1, "query_entities": "ngram"}
 
 BRIDGE_QUESTION = "Where was the director of Film X born?"
 BRIDGE_ENTITY = "Jane Roe"
+BRIDGE_QUERY = "Jane Roe born"
+"""The residual query EviReform writes for the bridge: the entity and the question's open
+relation word ("born"; "director" is covered by the evidence's "directed")."""
 
 # (id, title, text, triples). d2 holds the answer but shares almost no word with the
 # question; the fake retriever returns it only to a query naming the bridge entity.

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from test_eval_runner import run, settings_for
 
-METHODS = ("none", "evireform", "evireform-repeat", "evireform-rerank", "evireform-neocorrag")
+from neocorrag_core.eval.evireform_methods import EVIREFORM_METHODS
+
+METHODS = ("none", *EVIREFORM_METHODS)
 
 
 def test_evireform_methods_on_the_corpus_pool(tmp_path, tiny_lm):
@@ -26,6 +28,7 @@ def test_evireform_methods_on_the_corpus_pool(tmp_path, tiny_lm):
         # the rerank control reorders the first pool and retrieves nothing new
         assert set(rerank["context_ids"]) <= set(none["retrieved_ids"])
         assert rerank["info"]["queries"] == full["info"]["queries"]
+        assert all(v["found_missed_gold"] == 0 for v in rerank["query_sources"].values())
         # the repeat control asks the question twice, and no LM
         repeat = per_q["evireform-repeat"][qi]
         assert [q[1] for q in repeat["info"]["queries"]] == ["original", "repeat"]
@@ -39,11 +42,26 @@ def test_evireform_methods_on_the_corpus_pool(tmp_path, tiny_lm):
         combined = per_q["evireform-neocorrag"][qi]
         assert set(combined["context_ids"]) <= set(full["context_ids"])
         assert combined["method_prompt_tokens"] >= full["method_prompt_tokens"]
+        # per query source: queries sent and gold passages they found that the first missed
+        sources = full["query_sources"]
+        sent = [q[1] for q in full["info"]["queries"][1:]]
+        assert {k: v["queries"] for k, v in sources.items()} == {k: sent.count(k) for k in sources}
+        missed = gold - set(full["info"]["first_pool_ids"])
+        found = set().union(*full["info"]["query_results"][1:]) & missed
+        assert sum(v["gold_first"] for v in sources.values()) == len(found)
+        assert all(v["found_missed_gold"] <= v["queries"] for v in sources.values())
+        assert per_q["evireform-rounds2"][qi]["info"]["rounds"] <= 2
+        assert full["info"]["rounds"] <= 1
     agg = results["methods"]
-    assert agg["evireform"]["method_tokens"] > 0
-    assert agg["none"]["pool_complete"] is None
+    # the default needs no LM; the LM variant spends tokens
+    assert agg["evireform"]["method_tokens"] == 0
+    assert agg["evireform-lm"]["method_tokens"] > 0
+    assert agg["none"]["pool_complete"] is None and agg["none"]["query_sources"] is None
+    assert agg["evireform"]["residual_rounds"] is not None
     report = (Path(settings.out) / "report.md").read_text()
     assert "## Candidate pools" in report and "| evireform |" in report
+    assert "## Residual queries by source" in report
+    assert "ΔChain (pt)" in report and "chain" in results["comparisons"]["evireform"]
 
 
 def test_replaying_evireform_contexts_finds_passages_outside_the_top_k(tmp_path, tiny_lm):
@@ -78,3 +96,15 @@ def test_the_corpus_pool_does_not_depend_on_limit(tmp_path, tiny_lm):
     first = run(one, tiny_lm)["per_question"]["none"][0]
     again = run(all_three, tiny_lm)["per_question"]["none"][0]
     assert first["retrieved_ids"] == again["retrieved_ids"]
+
+
+def test_evireform_records_carry_a_version_that_follows_rules_and_defaults(monkeypatch):
+    from neocorrag_core.eval import evireform_methods as em
+    from neocorrag_core.eval.registry import method_versions
+
+    base = em.method_version("evireform")
+    assert method_versions(["evireform"]) == {"evireform": base}
+    assert em.method_version("evireform-rerank") == base  # it reuses evireform's loop
+    assert em.method_version("evireform-lm") != base
+    monkeypatch.setattr(em, "RULES_VERSION", "another")
+    assert em.method_version("evireform") != base

@@ -35,6 +35,7 @@ from neocorrag_core.evireform.scoring import (
 from neocorrag_core.evireform.types import Proposition
 
 NO_LM = ReformulationConfig(selection="embedding", residual_queries="entities")
+LM = {"selection": "beam", "residual_queries": "lm"}  # the LM modes (the default needs none)
 
 # ----------------------------------------------------------------------------- scoring
 
@@ -253,10 +254,12 @@ def test_finds_the_second_hop_that_single_shot_misses(bow_embedder):
     assert len(ids) == 5
     assert [(q.text, q.kind) for q in result.queries][:2] == [
         (QUESTION, "original"),
-        ("Jane Roe", "entities"),
+        ("Jane Roe born", "template"),  # the bridge and the relation still open
     ]
     birth = next(r for r in result.passages if r.passage.id == "birth")
-    assert result.found_by_text(birth) == "Jane Roe"
+    assert result.found_by_text(birth) == "Jane Roe born"
+    assert result.queries[1].bridge == "Jane Roe"
+    assert result.query_results[1] == ["birth", "film"]
     film = next(r for r in result.passages if r.passage.id == "film")
     assert film.found_by == 0 and dict(film.retrieval_ranks)[0] == 0
     assert result.first_pool_size == 5 and len(result.pool) == 6
@@ -286,8 +289,9 @@ def test_rerank_control_retrieves_nothing_new(bow_embedder):
     result = reformulator.retrieve(QUESTION, search, k=5, residual_retrieval=False)
     assert len(search.calls) == 1
     assert "birth" not in {r.passage.id for r in result.passages}
-    assert [q.kind for q in result.queries][:2] == ["original", "entities"]
-    assert {q.kind for q in result.queries[1:]} == {"entities"}
+    assert [q.kind for q in result.queries][:2] == ["original", "template"]
+    assert {q.kind for q in result.queries[1:]} == {"template"}
+    assert result.query_results[1:] == [[]]  # nothing was searched
     # the same ranking from the public stage d-f entry point
     again = reformulator.rerank(QUESTION, result.queries, result.first_pool, k=5)
     assert [r.passage.id for r in again] == [r.passage.id for r in result.passages]
@@ -316,10 +320,13 @@ def test_second_round_searches_from_the_new_evidence(bow_embedder):
 
     reformulator = EvidenceReformulator(NO_LM, embedder=bow_embedder)
     one = reformulator.retrieve(QUESTION, search, k=5)
-    two = reformulator.retrieve(QUESTION, search, k=5, rounds=2)
+    # "born in Oslo" covers every relation word, so only a fixed second round searches on
+    adaptive = reformulator.retrieve(QUESTION, search, k=5, rounds=2)
+    assert adaptive.rounds == 1 and "far" not in {p.id for p in adaptive.pool}
+    two = reformulator.retrieve(QUESTION, search, k=5, rounds=2, adaptive_rounds=False)
     assert "far" not in {p.id for p in one.pool}
     assert {p.id for p in two.pool} == {"film", "birth", "far"}
-    assert [(q.text, q.round) for q in two.queries[1:]] == [("Jane Roe", 1), ("Oslo", 2)]
+    assert [(q.text, q.round) for q in two.queries[1:]] == [("Jane Roe born", 1), ("Oslo", 2)]
 
 
 def test_empty_first_retrieval_returns_nothing_and_loads_nothing():
@@ -343,7 +350,7 @@ def test_search_errors_are_reported_with_the_query(bow_embedder):
             raise ConnectionError("index offline")
         return [FILM, *NOISE]
 
-    with pytest.raises(RetrievalError, match=r"'Jane Roe'.*ConnectionError: index offline"):
+    with pytest.raises(RetrievalError, match=r"'Jane Roe born'.*ConnectionError: index offline"):
         reformulator.retrieve(QUESTION, broken_second, k=3)
     with pytest.raises(RetrievalError, match=r"must return neocorrag_core\.Passage"):
         reformulator.retrieve(QUESTION, lambda q, k: ["just text"], k=3)
@@ -370,7 +377,9 @@ def test_bad_arguments_and_config():
     with pytest.raises(ValueError, match="selection"):
         ReformulationConfig(selection="magic")  # type: ignore[arg-type]
     assert not ReformulationConfig(residual_queries="repeat").uses_lm
-    assert ReformulationConfig().uses_lm and not NO_LM.uses_lm
+    assert not ReformulationConfig().uses_lm and not NO_LM.uses_lm  # the default needs no LM
+    assert ReformulationConfig(**LM).uses_lm
+    assert ReformulationConfig(residual_queries="lm").uses_lm
 
 
 # ----------------------------------------------------------------------------- with an LM
@@ -379,18 +388,19 @@ def test_bad_arguments_and_config():
 @pytest.mark.parametrize("selection", ["beam", "rank"])
 def test_lm_steps_pick_real_candidates_and_count_tokens(bow_embedder, tiny_lm, selection):
     reformulator = EvidenceReformulator(
-        ReformulationConfig(selection=selection, max_query_tokens=12, max_lm_tokens=None),
+        ReformulationConfig(
+            selection=selection, residual_queries="lm", max_query_tokens=12, max_lm_tokens=None
+        ),
         embedder=bow_embedder,
         lm=tiny_lm,
     )
     result = reformulator.retrieve(QUESTION, BridgeSearch(), k=5)
-    first_pool_props = {"Film X directed by Jane Roe"} | {
-        f"Film Y{i} genre comedy" for i in range(4)
-    }
-    assert result.evidence and {p.text for p in result.evidence} <= first_pool_props
+    first_pool = {"film"} | {f"noise{i}" for i in range(4)}
+    # triples or relation-stating sentences of the first pool, nothing invented
+    assert result.evidence and all(set(p.passage_ids) <= first_pool for p in result.evidence)
     assert result.prompt_tokens > 0
     kinds = {q.kind for q in result.queries[1:]}
-    assert kinds <= {"lm", "entities"}
+    assert kinds <= {"lm", "entities", "template"}
     # whatever the random LM wrote, queries are valid: short, distinct, not the question
     texts = [q.text for q in result.queries]
     assert len(texts) == len(set(texts)) and len(result.queries) <= 4
@@ -398,7 +408,7 @@ def test_lm_steps_pick_real_candidates_and_count_tokens(bow_embedder, tiny_lm, s
 
 def test_token_budget_is_honoured(bow_embedder, tiny_lm):
     unlimited = EvidenceReformulator(
-        ReformulationConfig(max_query_tokens=12, max_lm_tokens=None),
+        ReformulationConfig(**LM, max_query_tokens=12, max_lm_tokens=None),
         embedder=bow_embedder,
         lm=tiny_lm,
     ).retrieve(QUESTION, BridgeSearch(), k=5)
@@ -406,7 +416,7 @@ def test_token_budget_is_honoured(bow_embedder, tiny_lm):
 
     for budget in (0, 10, unlimited.lm_tokens // 2, unlimited.lm_tokens + 200):
         result = EvidenceReformulator(
-            ReformulationConfig(max_query_tokens=12, max_lm_tokens=budget),
+            ReformulationConfig(**LM, max_query_tokens=12, max_lm_tokens=budget),
             embedder=bow_embedder,
             lm=tiny_lm,
         ).retrieve(QUESTION, BridgeSearch(), k=5)
@@ -414,11 +424,11 @@ def test_token_budget_is_honoured(bow_embedder, tiny_lm):
         if budget < unlimited.lm_tokens:
             assert any("budget" in note for note in result.notes)
     starved = EvidenceReformulator(
-        ReformulationConfig(max_lm_tokens=0), embedder=bow_embedder, lm=tiny_lm
+        ReformulationConfig(**LM, max_lm_tokens=0), embedder=bow_embedder, lm=tiny_lm
     ).retrieve(QUESTION, BridgeSearch(), k=5)
     # no LM at all: the evidence comes from embeddings, the queries from bridge entities
     assert starved.lm_tokens == 0
-    assert ("Jane Roe", "entities") in [(q.text, q.kind) for q in starved.queries]
+    assert ("Jane Roe born", "template") in [(q.text, q.kind) for q in starved.queries]
     assert "birth" in {r.passage.id for r in starved.passages}
 
 
@@ -487,7 +497,7 @@ def _scripted_lm(monkeypatch, tiny_lm, reply: str) -> None:
 def test_lm_queries_are_used_then_entities_fill_the_free_slots(bow_embedder, tiny_lm, monkeypatch):
     _scripted_lm(monkeypatch, tiny_lm, "1. Where was Jane Roe born?\n2. Who directed Film X?")
     result = EvidenceReformulator(
-        ReformulationConfig(selection="embedding", max_lm_tokens=None),
+        ReformulationConfig(selection="embedding", residual_queries="lm", max_lm_tokens=None),
         embedder=bow_embedder,
         lm=tiny_lm,
     ).retrieve(QUESTION, BridgeSearch(), k=5)
@@ -504,7 +514,7 @@ def test_sufficient_stops_the_loop(bow_embedder, tiny_lm, monkeypatch):
     _scripted_lm(monkeypatch, tiny_lm, "SUFFICIENT")
     search = BridgeSearch()
     result = EvidenceReformulator(
-        ReformulationConfig(selection="embedding", max_lm_tokens=None),
+        ReformulationConfig(selection="embedding", residual_queries="lm", max_lm_tokens=None),
         embedder=bow_embedder,
         lm=tiny_lm,
     ).retrieve(QUESTION, search, k=5)

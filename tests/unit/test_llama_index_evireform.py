@@ -17,6 +17,7 @@ from adapter_fixtures import BRIDGE_CORPUS as CORPUS
 from adapter_fixtures import BRIDGE_ENTITY as BRIDGE
 from adapter_fixtures import BRIDGE_HIDDEN as HIDDEN
 from adapter_fixtures import BRIDGE_NO_LM as NO_LM
+from adapter_fixtures import BRIDGE_QUERY
 from adapter_fixtures import BRIDGE_QUESTION as QUESTION
 from conftest import HashedBagOfWords
 from llama_index.core.llms.mock import MockLLM
@@ -119,10 +120,10 @@ def test_finds_the_second_hop_that_the_wrapped_retriever_alone_misses():
     assert HIDDEN not in ids(base.retrieve(QUESTION))
     out = wrapper(base).retrieve(QUESTION)
     assert HIDDEN in ids(out) and len(out) == 3 and len(set(ids(out))) == 3
-    assert f"sync:{BRIDGE}" in base.sent
+    assert f"sync:{BRIDGE_QUERY}" in base.sent
     hop = next(n for n in out if n.node_id == HIDDEN)
-    assert hop.metadata["neocorrag_found_by_query"] == BRIDGE
-    assert hop.metadata["neocorrag_found_by_kind"] == "entities"
+    assert hop.metadata["neocorrag_found_by_query"] == BRIDGE_QUERY
+    assert hop.metadata["neocorrag_found_by_kind"] == "template"
 
 
 def test_scores_are_the_evireform_scores_and_metadata_is_hidden_from_llm_and_embedder():
@@ -139,7 +140,7 @@ def test_scores_are_the_evireform_scores_and_metadata_is_hidden_from_llm_and_emb
             assert item.node.get_content(mode) == originals[item.node_id].get_content(mode)
         assert "triples" in item.node.excluded_llm_metadata_keys
     residual = out[0].metadata["neocorrag_residual_queries"]
-    assert {"text": BRIDGE, "kind": "entities", "round": 1} in residual
+    assert {"text": BRIDGE_QUERY, "kind": "template", "round": 1} in residual
 
 
 def test_async_gives_what_sync_gives_and_uses_the_async_retriever():
@@ -163,7 +164,7 @@ def test_the_original_query_bundle_reaches_the_wrapped_retriever():
     bundle = QueryBundle(QUESTION, custom_embedding_strs=["director of Film X birthplace"])
     wrapper(Recording()).retrieve(bundle)
     assert seen[0].custom_embedding_strs == ["director of Film X birthplace"]
-    assert any(b.query_str == BRIDGE and not b.custom_embedding_strs for b in seen[1:])
+    assert any(b.query_str == BRIDGE_QUERY and not b.custom_embedding_strs for b in seen[1:])
 
 
 def test_never_mutates_the_wrapped_retrievers_nodes():
@@ -198,7 +199,7 @@ def test_a_missing_non_string_or_empty_query_is_an_input_error(query):
     assert base.sent == []  # the wrapped retriever was never asked
 
 
-@pytest.mark.parametrize("fail_on", [QUESTION, BRIDGE])
+@pytest.mark.parametrize("fail_on", [QUESTION, BRIDGE_QUERY])
 def test_a_failing_wrapped_retriever_raises_retrieval_error_naming_the_query(fail_on):
     retriever = wrapper(BridgeRetriever(fail_on=fail_on))
     with pytest.raises(RetrievalError, match=re.escape(repr(fail_on))) as info:

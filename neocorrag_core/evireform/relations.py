@@ -1,0 +1,139 @@
+"""What the question still asks for: its relation words that the evidence has not covered.
+
+"What is the capital of the county that contains Van Hook Township?" with the evidence
+"Van Hook Township located in Mountrail County" leaves ``capital`` (and ``contains``)
+open. Appended to a bridge entity they make the relation-qualified residual query
+"Mountrail County capital contains", which reaches the county's page where the bare
+"Mountrail County" also matches every passage that mentions the county. The same words
+decide whether another round is needed: once the evidence covers them, the chain is
+resolved as far as words can tell.
+
+Pure word rules, no LM: relation words are the question's lower-case content words
+(capitalized words are names, and names are what the bridge entity replaces); a word is
+covered when an evidence word shares its first five letters or a listed equivalent
+("born" covers "birth").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?", re.UNICODE)
+
+# Function words and question words: never a relation. Kept short and explicit so a
+# reader can see why a word was dropped.
+_FUNCTION_WORDS = frozenset(
+    """a an the of in on at to for from by with and or but nor is was are were be been being
+    am what which who whom whose when where why how that this these those it its as did do
+    does done than then there their they he she his her him them we you your i me my our us
+    not no also both either neither any all each other into onto about after before during
+    over under between same much many more most one ones has have had having can could will
+    would shall should may might must if so such name named called kind type sort known
+    place date year time day number
+    person people someone something thing things film movie song album book work""".split()
+)
+
+# A few surface forms of the same relation that share no five-letter prefix. Used in
+# both directions ("birth" is covered by "born", "born" by "birth").
+_EQUIVALENT = (
+    ("birth", "born", "birthplace"),
+    ("death", "died", "dies", "dead", "die"),
+    ("married", "spouse", "wife", "husband", "marry", "consort", "widow"),
+    ("stepchild", "stepson", "stepdaughter", "stepfather", "stepmother", "stepchildren"),
+    ("father", "son", "daughter", "child", "children", "parent"),
+    ("mother", "son", "daughter", "child", "children", "parent"),
+    ("older", "born", "birth", "age"),
+    ("younger", "born", "birth", "age"),
+    ("directed", "director", "direct"),
+    ("written", "wrote", "writer", "author"),
+    ("located", "location", "situated", "lies"),
+    ("capital", "seat"),
+    ("founded", "founder", "established"),
+    ("released", "release", "premiered"),
+)
+
+PREFIX = 5
+"""Two words with the same first five letters count as one (``director``/``directed``)."""
+
+
+def _stem(word: str) -> str:
+    return word[:PREFIX]
+
+
+def _equivalents(word: str) -> set[str]:
+    stems = {_stem(word)}
+    for group in _EQUIVALENT:
+        if word in group:
+            stems.update(_stem(w) for w in group)
+    return stems
+
+
+def relation_words(question: str) -> list[str]:
+    """The question's lower-case content words in order, without repeats: what it asks
+    about, once the names are set aside."""
+    words: list[str] = []
+    for match in _WORD.finditer(question):
+        word = match.group(0)
+        if not word.islower():
+            continue  # a name, or a sentence-initial question word
+        key = word.replace("’", "'").split("'")[0]
+        if len(key) < 3 or key in _FUNCTION_WORDS or key in words:
+            continue
+        words.append(key)
+    return words
+
+
+def covered_stems(texts: Iterable[str]) -> set[str]:
+    """Every stem (and listed equivalent) of the words of ``texts``."""
+    stems: set[str] = set()
+    for text in texts:
+        for match in _WORD.finditer(text):
+            stems.update(_equivalents(match.group(0).casefold()))
+    return stems
+
+
+def open_relation_words(
+    question: str, evidence: Sequence[str], *, max_words: int | None = None
+) -> list[str]:
+    """The question's relation words that no evidence text covers, in question order
+    (at most ``max_words``; ``None``: all)."""
+    covered = covered_stems(evidence)
+    open_words = [w for w in relation_words(question) if not (_equivalents(w) & covered)]
+    return open_words if max_words is None else open_words[: max(0, max_words)]
+
+
+def covers(text: str, words: Sequence[str]) -> bool:
+    """Whether ``text`` covers at least one of ``words`` (prefix or listed equivalent)."""
+    stems = covered_stems([text])
+    return any(_equivalents(w) & stems for w in words)
+
+
+def relation_position(text: str, words: Sequence[str]) -> int:
+    """Character offset of the first word of ``text`` that covers one of ``words``, or -1."""
+    wanted: set[str] = set()
+    for word in words:
+        wanted |= _equivalents(word)
+    for match in _WORD.finditer(text):
+        if _equivalents(match.group(0).casefold()) & wanted:
+            return match.start()
+    return -1
+
+
+def qualify(entity: str, words: Sequence[str]) -> str:
+    """``"Mountrail County"`` + ``["capital"]`` -> ``"Mountrail County capital"``; words the
+    entity already contains are not repeated."""
+    have = covered_stems([entity])
+    extra = [w for w in words if not (_equivalents(w) & have)]
+    return " ".join([" ".join(entity.split()), *extra]).strip()
+
+
+__all__ = [
+    "PREFIX",
+    "covered_stems",
+    "covers",
+    "open_relation_words",
+    "qualify",
+    "relation_position",
+    "relation_words",
+]

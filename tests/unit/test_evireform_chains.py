@@ -1,0 +1,238 @@
+"""EviReform's chain completion: open relation words, relation-qualified bridge queries,
+the chain-aware top-k, and rounds that stop by themselves (hand-made cases)."""
+
+from __future__ import annotations
+
+import pytest
+
+from neocorrag_core import Passage
+from neocorrag_core.evireform import EvidenceReformulator, ReformulationConfig
+from neocorrag_core.evireform.ranking import ChainLink, about_entity, chain_top_k
+from neocorrag_core.evireform.relations import open_relation_words, qualify, relation_words
+from neocorrag_core.evireform.residual import names_entity
+
+NO_LM = ReformulationConfig(selection="embedding", residual_queries="entities")
+
+# ----------------------------------------------------------------------------- relation words
+
+
+def test_relation_words_are_the_lower_case_content_words():
+    q = "What is the capital of the county that contains Van Hook Township?"
+    assert relation_words(q) == ["capital", "county", "contains"]
+    # names (capitalized), numbers, function and slot words never count
+    q = "What is the place of birth of the director of film The Zone (2017 Film)?"
+    assert relation_words(q) == ["birth", "director"]
+    assert relation_words("Who is Jane Roe?") == []
+
+
+def test_evidence_covers_words_by_prefix_and_by_listed_equivalents():
+    q = "What is the capital of the county that contains Van Hook Township?"
+    # "county" is covered by "Mountrail County" (same word), nothing covers "capital"
+    assert open_relation_words(q, ["Van Hook Township located in Mountrail County"]) == [
+        "capital",
+        "contains",
+    ]
+    q = "Where was the director of Film X born?"
+    # "directed" covers "director" (first five letters); "birth" covers "born"
+    assert open_relation_words(q, ["Film X directed by Jane Roe"]) == ["born"]
+    assert open_relation_words(q, ["Film X directed by Jane Roe", "Jane Roe birth Oslo"]) == []
+    assert open_relation_words(q, [], max_words=1) == ["director"]
+
+
+def test_qualify_appends_words_the_entity_does_not_hold():
+    assert qualify("Mountrail County", ["capital", "county"]) == "Mountrail County capital"
+    assert qualify("Jane  Roe", []) == "Jane Roe"
+
+
+def test_names_entity_and_about_entity():
+    assert names_entity("Thomas Stanley, 1st Earl of Derby", "Thomas Stanley")
+    assert not names_entity("Jane Doe", "Jane Roe")
+    assert about_entity("Forbidden Ground", "Forbidden Ground (2013 film)", "")
+    assert about_entity("Hiroshima, Japan", "Hiroshima", "")  # the entity names the title
+    assert not about_entity("Jane Roe", "Oslo", "Jane Roe lived in Oslo.")
+    # no title: the opening of the text decides
+    assert about_entity("Jane Roe", "", "Jane Roe (born 1950) is a director.")
+    assert not about_entity("", "Jane Roe", "")
+
+
+# ----------------------------------------------------------------------------- chain top-k
+
+
+def test_chain_top_k_reserves_each_link_whole_by_hand():
+    order = ["a", "b", "c", "d", "e", "s", "h", "x", "y"]
+    # lead "a"; link (s, h) enters whole; the rest by order
+    assert chain_top_k(order, [ChainLink("s", "h")], 4) == ["a", "b", "s", "h"]
+    # a second link does not fit whole into the one slot left: it is skipped
+    assert chain_top_k(order, [ChainLink("s", "h"), ChainLink("x", "y")], 4) == [
+        "a", "b", "s", "h",
+    ]  # fmt: skip
+    # a link whose source is already in needs one slot
+    assert chain_top_k(order, [ChainLink("a", "y")], 3) == ["a", "b", "y"]
+    # no links, or ends unknown to the ranking: the plain top-k
+    assert chain_top_k(order, [ChainLink("zz", "h")], 3) == ["a", "b", "h"]
+    assert chain_top_k(order, [], 3) == ["a", "b", "c"]
+    assert chain_top_k(order, [ChainLink("s", "h")], 3, lead=0) == ["a", "s", "h"]
+
+
+# ----------------------------------------------------------------------------- the loop
+
+
+def _doc(pid: str, text: str, *triples: tuple[str, str, str], title: str = "") -> Passage:
+    return Passage(pid, text, title=title, metadata={"triples": [list(t) for t in triples]})
+
+
+QUESTION = "What is the capital of the county that contains Van Hook Township?"
+TOWNSHIP = _doc(
+    "township",
+    "Van Hook Township is a township in Mountrail County.",
+    ("Van Hook Township", "located in", "Mountrail County"),
+    title="Van Hook Township",
+)
+COUNTY = _doc(
+    "county",
+    "Mountrail County is a county of North Dakota; its county seat is Stanley.",
+    ("Mountrail County", "capital", "Stanley"),
+    title="Mountrail County",
+)
+MENTIONS = [
+    _doc(
+        f"mention{i}",
+        f"Lake {i} is a lake in Mountrail County.",
+        (f"Lake {i}", "located in", "Mountrail County"),
+        title=f"Lake {i}",
+    )
+    for i in range(6)
+]
+NOISE = [
+    _doc(f"noise{i}", f"Township {i} has a capital idea.", (f"Township {i}", "has", "idea"))
+    for i in range(4)
+]
+
+
+class RelationSearch:
+    """Only the relation-qualified query reaches the county's page: the bare entity
+    matches every passage that mentions the county, the county's own page last."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, query: str, k: int) -> list[Passage]:
+        self.calls.append(query)
+        key = query.casefold()
+        if "mountrail county" in key and "capital" in key:
+            return [COUNTY, *MENTIONS][:k]
+        if "mountrail county" in key:
+            return [*MENTIONS, COUNTY][:k]
+        return [TOWNSHIP, *NOISE][:k]
+
+
+def test_only_the_relation_qualified_query_reaches_the_second_hop(bow_embedder):
+    plain = EvidenceReformulator(NO_LM.with_overrides(relation_words=False), embedder=bow_embedder)
+    result = plain.retrieve(QUESTION, RelationSearch(), k=5)
+    assert [(q.text, q.kind) for q in result.queries[1:]] == [("Mountrail County", "entities")]
+    assert "county" not in {p.id for p in result.pool}
+
+    search = RelationSearch()
+    qualified = EvidenceReformulator(NO_LM, embedder=bow_embedder)
+    result = qualified.retrieve(QUESTION, search, k=5)
+    query = result.queries[1]
+    assert (query.text, query.kind, query.bridge) == (
+        "Mountrail County capital contains",
+        "template",
+        "Mountrail County",
+    )
+    assert search.calls[1] == "Mountrail County capital contains"
+    assert result.query_results[1][0] == "county"
+    ids = [r.passage.id for r in result.passages]
+    assert {"township", "county"} <= set(ids)
+
+
+def test_chain_ranking_keeps_a_hop_that_the_mixed_score_drops(bow_embedder):
+    # The hop passage shares no word with the question beyond the county's name; five
+    # question-like passages outrank it under the mixed score alone.
+    hop = _doc("hop", "Stanley is the seat.", ("Stanley", "is", "seat"), title="Mountrail County")
+    lookalikes = [
+        _doc(
+            f"like{i}",
+            f"The capital of the county that contains township {i}.",
+            # lower-case ends: question words, but no bridge entity to search for
+            ("the capital", f"of the county that contains township {i}", "the county"),
+            title=f"Township {i}",
+        )
+        for i in range(5)
+    ]
+
+    def search(query: str, k: int) -> list[Passage]:
+        if "mountrail" in query.casefold():
+            return [hop]
+        return [TOWNSHIP, *lookalikes][:k]
+
+    # every fact is evidence, so the township's bridge is found beside the look-alikes
+    config = NO_LM.with_overrides(original_weight=0.9, evidence_margin=None, max_evidence=9)
+    reformulator = EvidenceReformulator(config, embedder=bow_embedder)
+    mixed = reformulator.retrieve(QUESTION, search, k=5, ranking="mixed")
+    chains = reformulator.retrieve(QUESTION, search, k=5)
+    assert "hop" in {p.id for p in mixed.pool}
+    assert "hop" not in {r.passage.id for r in mixed.passages}
+    assert {"township", "hop"} <= {r.passage.id for r in chains.passages}
+    assert len(chains.passages) == 5
+    assert chains.passages == sorted(chains.passages, key=lambda r: -r.score)
+
+
+def test_adaptive_rounds_stop_once_the_relation_words_are_covered(bow_embedder):
+    # Round 1 finds the county's capital; a second round would search "Stanley".
+    stanley = _doc("stanley", "Stanley is a city.", ("Stanley", "is", "city"), title="Stanley")
+
+    def search(query: str, k: int) -> list[Passage]:
+        key = query.casefold()
+        if "stanley" in key:
+            return [stanley]
+        if "mountrail" in key:
+            return [COUNTY]
+        return [TOWNSHIP]
+
+    reformulator = EvidenceReformulator(NO_LM.with_overrides(rounds=2), embedder=bow_embedder)
+    result = reformulator.retrieve(QUESTION, search, k=5)
+    # "contains" stays open ("located in" does not cover it), so the loop goes on ...
+    assert result.rounds == 2
+    question = "What is the capital of the county of Van Hook Township?"
+    result = reformulator.retrieve(question, search, k=5)
+    # ... but here round 1's evidence ("Mountrail County capital Stanley") covers "capital"
+    assert result.rounds == 1 and "stanley" not in {p.id for p in result.pool}
+    assert any(note.startswith("rounds: stopped before round 2") for note in result.notes)
+    fixed = reformulator.retrieve(question, search, k=5, adaptive_rounds=False)
+    assert fixed.rounds == 2 and "stanley" in {p.id for p in fixed.pool}
+
+
+def test_new_settings_are_validated():
+    with pytest.raises(ValueError, match="ranking"):
+        ReformulationConfig(ranking="best")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_relation_words"):
+        ReformulationConfig(max_relation_words=0)
+    with pytest.raises(ValueError, match="chain_lead"):
+        ReformulationConfig(chain_lead=-1)
+
+
+# ----------------------------------------------------------------- the wrapper benchmark
+
+
+def test_wrapper_benchmark_summary_by_hand():
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_evireform_wrappers.py"
+    spec = importlib.util.spec_from_file_location("bench_evireform_wrappers", script)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = [
+        {"framework": "langchain", "retriever": "single-shot", "recall": 0.5, "chain": 0.0,
+         "seconds": 0.1},
+        {"framework": "langchain", "retriever": "single-shot", "recall": 1.0, "chain": 1.0,
+         "seconds": 0.3},
+        {"framework": "langchain", "retriever": "evireform", "recall": 1.0, "chain": 1.0,
+         "seconds": 1.0},
+    ]  # fmt: skip
+    table = bench.summary_table(rows, 5).splitlines()
+    assert table[2] == "| langchain | single-shot | 2 | 75.0 | 50.0 | 0.20 |"
+    assert table[3] == "| langchain | evireform | 1 | 100.0 | 100.0 | 1.00 |"
