@@ -105,8 +105,7 @@ def open_relation_words(
 
 def covers(text: str, words: Sequence[str]) -> bool:
     """Whether ``text`` covers at least one of ``words`` (prefix or listed equivalent)."""
-    stems = covered_stems([text])
-    return any(_equivalents(w) & stems for w in words)
+    return relation_position(text, words) >= 0
 
 
 def relation_position(text: str, words: Sequence[str]) -> int:
