@@ -4,19 +4,28 @@ The paper's ranking (stages d-f) scores every passage on its own, so a pool that
 complete chain can still lose one of its hops from the top-k: the bridge passage ranks
 high for the question, the next hop high only for its residual query, and three passages
 that match the question's words push it out. Here every residual query that found a
-passage *about its bridge entity* is a link ``(source passage, hop passage)``; the top-k
-is filled with the best passage of the question first, then each link's two ends in
-query order, then by the mixed score. Passages come back in mixed-score order.
+passage *about its bridge entity* is a link ``(source passage, hop passage)``. The top-k is
+filled with the question's *anchors* first (passages whose title the question names: the
+first hop of a bridge question, both sides of a comparison), then the best passage by the
+mixed score, then each link's two ends in query order, then by the mixed score. Passages
+come back in mixed-score order.
+
+Anchors are ours, not the paper's: residual queries about a bridge entity ("American rock
+band") shift the mixed score towards passages about the bridge, and on comparison
+questions ("Are Local H and For Against both from the United States?") that pushed the
+passages about the compared entities out of the top-k although the first search had
+found both.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from neocorrag_core.types import Passage
 
-from .residual import names_entity
+from .residual import match_key, names_entity
 from .types import Proposition, ReformulationQuery
 
 
@@ -39,12 +48,44 @@ def about_entity(entity: str, title: str, text: str, *, lead_chars: int = 120) -
     return names_entity(text[:lead_chars], entity)
 
 
-def chain_top_k(
-    order: Sequence[str], links: Sequence[ChainLink], k: int, *, lead: int = 1
+_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
+
+
+def title_named(question: str, title: str) -> bool:
+    """Whether ``question`` names the whole ``title`` (a trailing parenthesised qualifier
+    such as ``(cocktail)`` or ``(1930 film)`` left out), as consecutive words, case and
+    accents ignored: ``Gibson (cocktail)`` is named by "Do Gibson and Zurracapote both
+    contain gin?", ``Silene stenophylla`` is not named by "Are Ferocactus and Silene ...?"."""
+    key = match_key(_QUALIFIER.sub("", title))
+    return bool(key) and f" {key} " in f" {match_key(question)} "
+
+
+def question_anchors(
+    question: str, passages: Sequence[Passage], first_ranks: dict[str, int], *, limit: int
 ) -> list[str]:
-    """The top-``k`` ids: the first ``lead`` of ``order`` (the mixed-score ranking, best
-    first), then each link whose missing ends still fit, in turn, then the rest of ``order``;
-    returned in ``order``'s order. Link ends missing from ``order`` are ignored."""
+    """Up to ``limit`` ids of ``passages`` whose title the question names
+    (:func:`title_named`), best first-search rank first (``first_ranks``: id -> rank in the
+    question's own results; passages it did not return come last, in ``passages`` order)."""
+    if limit <= 0:
+        return []
+    named = [p for p in passages if p.title.strip() and title_named(question, p.title)]
+    arrival = {p.id: i for i, p in enumerate(passages)}
+    named.sort(key=lambda p: (first_ranks.get(p.id, len(arrival)), arrival[p.id]))
+    return [p.id for p in named[:limit]]
+
+
+def chain_top_k(
+    order: Sequence[str],
+    links: Sequence[ChainLink],
+    k: int,
+    *,
+    lead: int = 1,
+    anchors: Sequence[str] = (),
+) -> list[str]:
+    """The top-``k`` ids: the ``anchors`` (at most ``k``), then the first ``lead`` of
+    ``order`` (the mixed-score ranking, best first), then each link whose missing ends
+    still fit, in turn, then the rest of ``order``; returned in ``order``'s order. Anchors
+    and link ends missing from ``order`` are ignored."""
     rank = {pid: i for i, pid in enumerate(order)}
     chosen: list[str] = []
 
@@ -54,6 +95,8 @@ def chain_top_k(
         if len(chosen) + len(missing) <= k:
             chosen.extend(missing)
 
+    for pid in anchors:
+        take(pid)
     for pid in order[: max(0, lead)]:
         take(pid)
     for link in links:
@@ -98,4 +141,11 @@ def chain_links(
     return links
 
 
-__all__ = ["ChainLink", "about_entity", "chain_links", "chain_top_k"]
+__all__ = [
+    "ChainLink",
+    "about_entity",
+    "chain_links",
+    "chain_top_k",
+    "question_anchors",
+    "title_named",
+]

@@ -92,8 +92,8 @@ _MONTHS = {
 _DATE_WORDS = _MONTHS | {"ad", "bc", "bce", "ce", "st", "nd", "rd", "th", "s", "c", "circa"}
 
 
-def _key(text: str) -> str:
-    """Comparison key: accents removed, case-folded words."""
+def match_key(text: str) -> str:
+    """Comparison key: accents removed, case-folded words joined by single spaces."""
     plain = unicodedata.normalize("NFKD", text)
     plain = "".join(ch for ch in plain if not unicodedata.combining(ch))
     return " ".join(_WORD.findall(plain.casefold()))
@@ -128,10 +128,14 @@ def parse_residual_queries(
     that says SUFFICIENT and holds no valid query means no residual search; the small LM
     often writes SUFFICIENT and then queries anyway, and then the queries count.
     """
-    banned = {_key(question), *(_key(e) for e in evidence), *(_key(a) for a in asked)}
-    banned.update(_key(line) for line in EXAMPLE_QUERIES)  # copied from the prompt's example
-    facts = [set(_key(e).split()) for e in (question, *evidence)]
-    bridge_words = [_key(b).split() for b in bridges]
+    banned = {
+        match_key(question),
+        *(match_key(e) for e in evidence),
+        *(match_key(a) for a in asked),
+    }
+    banned.update(match_key(line) for line in EXAMPLE_QUERIES)  # copied from the prompt's example
+    facts = [set(match_key(e).split()) for e in (question, *evidence)]
+    bridge_words = [match_key(b).split() for b in bridges]
     bridge_words = [words for words in bridge_words if words]
     queries: list[str] = []
     rejected = 0
@@ -143,7 +147,7 @@ def parse_residual_queries(
         if _SUFFICIENT.match(line):
             said_sufficient = True
             continue
-        key = _key(line)
+        key = match_key(line)
         if (
             not key
             or len(key.split()) > max_words
@@ -191,18 +195,18 @@ def _names_any(key: str, entities: Sequence[list[str]]) -> bool:
 def names_entity(text: str, entity: str) -> bool:
     """Whether ``text`` names ``entity``: it holds at least 2/3 of the entity's words
     (accents and case ignored)."""
-    words = _key(entity).split()
-    return bool(words) and _names_any(_key(text), [words])
+    words = match_key(entity).split()
+    return bool(words) and _names_any(match_key(text), [words])
 
 
 def fact_bridges(question: str, prop: Proposition) -> list[str]:
     """The entities of one fact, in order, that could start the next hop: names (not
     descriptions, numbers or dates) that the question does not already name."""
-    question_key = f" {_key(question)} "
+    question_key = f" {match_key(question)} "
     question_words = set(question_key.split())
     found: list[str] = []
     for surface in prop.surface_entities:
-        key = _key(surface)
+        key = match_key(surface)
         if not key or _is_date_or_number(key):
             continue
         if f" {key} " in question_key or set(key.split()) <= question_words:
@@ -248,11 +252,11 @@ def bridge_entity_queries(
 ) -> list[str]:
     """Up to ``max_queries`` bridge entities (:func:`bridge_entities`), each one a query,
     skipping any that an ``asked`` query already names."""
-    done = [f" {_key(a)} " for a in asked]
+    done = [f" {match_key(a)} " for a in asked]
     fresh = [
         e
         for e in bridge_entities(question, evidence, interleave=interleave)
-        if not any(f" {_key(e)} " in d for d in done)
+        if not any(f" {match_key(e)} " in d for d in done)
     ]
     return fresh[: max(0, max_queries)]
 
@@ -264,6 +268,7 @@ __all__ = [
     "bridge_entities",
     "bridge_entity_queries",
     "fact_bridges",
+    "match_key",
     "names_entity",
     "parse_residual_queries",
     "residual_prompt_text",

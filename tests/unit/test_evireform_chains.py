@@ -7,7 +7,13 @@ import pytest
 
 from neocorrag_core import Passage
 from neocorrag_core.evireform import EvidenceReformulator, ReformulationConfig
-from neocorrag_core.evireform.ranking import ChainLink, about_entity, chain_top_k
+from neocorrag_core.evireform.ranking import (
+    ChainLink,
+    about_entity,
+    chain_top_k,
+    question_anchors,
+    title_named,
+)
 from neocorrag_core.evireform.relations import open_relation_words, qualify, relation_words
 from neocorrag_core.evireform.residual import names_entity
 
@@ -72,6 +78,46 @@ def test_chain_top_k_reserves_each_link_whole_by_hand():
     assert chain_top_k(order, [ChainLink("zz", "h")], 3) == ["a", "b", "h"]
     assert chain_top_k(order, [], 3) == ["a", "b", "c"]
     assert chain_top_k(order, [ChainLink("s", "h")], 3, lead=0) == ["a", "s", "h"]
+
+
+def test_title_named_needs_the_whole_title_as_consecutive_words():
+    q = "Do the drinks Gibson and Zurracapote both contain gin?"
+    assert title_named(q, "Gibson (cocktail)")  # the qualifier is left out
+    assert title_named(q, "zurracapote")  # case is ignored
+    q = "Are Ferocactus and Silene both types of plant?"
+    assert title_named(q, "Silene")
+    assert not title_named(q, "Silene stenophylla")  # a longer title is another entity
+    assert not title_named(q, "Ferocactus Silene")  # not consecutive in the question
+    assert title_named("Is Alû a demon?", "Alu")  # accents
+    assert not title_named(q, "")
+    assert not title_named(q, "(plant)")
+
+
+def test_question_anchors_in_first_search_order_and_capped():
+    q = "Are Local H and For Against both from the United States?"
+    passages = [
+        Passage("truly", "Truly is a band.", title="Truly"),
+        Passage("for", "For Against is a band.", title="For Against"),
+        Passage("us", "The United States is a country.", title="United States"),
+        Passage("local", "Local H is a band.", title="Local H"),
+        Passage("untitled", "Local H is from Illinois."),  # no title: never an anchor
+    ]
+    first_ranks = {"local": 0, "for": 3}  # "us" came from a residual query only
+    assert question_anchors(q, passages, first_ranks, limit=3) == ["local", "for", "us"]
+    assert question_anchors(q, passages, first_ranks, limit=2) == ["local", "for"]
+    assert question_anchors(q, passages, first_ranks, limit=0) == []
+
+
+def test_chain_top_k_takes_the_anchors_first():
+    order = ["a", "b", "c", "d", "e", "s", "h", "x"]
+    # anchors "x" and "e", then the lead "a", then the link, then nothing fits
+    assert chain_top_k(order, [ChainLink("s", "h")], 5, anchors=["x", "e"]) == [
+        "a", "e", "s", "h", "x",
+    ]  # fmt: skip
+    # an anchor already among the lead costs nothing; unknown anchors are ignored
+    assert chain_top_k(order, [], 3, anchors=["a", "zz"]) == ["a", "b", "c"]
+    # anchors never take more than k slots
+    assert chain_top_k(order, [], 2, anchors=["x", "h", "e"]) == ["h", "x"]
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -209,6 +255,8 @@ def test_new_settings_are_validated():
         ReformulationConfig(ranking="best")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_relation_words"):
         ReformulationConfig(max_relation_words=0)
+    with pytest.raises(ValueError, match="max_anchors"):
+        ReformulationConfig(max_anchors=-1)
     with pytest.raises(ValueError, match="chain_lead"):
         ReformulationConfig(chain_lead=-1)
 
@@ -236,3 +284,38 @@ def test_wrapper_benchmark_summary_by_hand():
     table = bench.summary_table(rows, 5).splitlines()
     assert table[2] == "| langchain | single-shot | 2 | 75.0 | 50.0 | 0.20 |"
     assert table[3] == "| langchain | evireform | 1 | 100.0 | 100.0 | 1.00 |"
+
+
+def test_anchors_keep_the_compared_entities_that_bridge_queries_push_out(bow_embedder):
+    # A comparison question: the first search finds both bands' pages, but the residual
+    # queries about the bridge "American Rock Band" move the mixed score to other bands.
+    question = "Are Local H and For Against both from the United States?"
+    local = _doc(
+        "local",
+        "Local H is an American rock band from Zion.",
+        ("Local H", "is", "American Rock Band"),
+        title="Local H",
+    )
+    against = _doc("for", "For Against formed in Lincoln.", title="For Against")
+    bands = [
+        _doc(
+            f"band{i}",
+            f"Band {i} is an American Rock Band.",
+            (f"Band {i}", "is", "American Rock Band"),
+            title=f"Band {i}",
+        )
+        for i in range(5)
+    ]
+
+    def search(query: str, k: int) -> list[Passage]:
+        if query == question:
+            return [local, bands[0], bands[1], against][:k]
+        return bands[:k]
+
+    config = NO_LM.with_overrides(original_weight=0.1, evidence_margin=None, max_evidence=9)
+    reformulator = EvidenceReformulator(config, embedder=bow_embedder)
+    plain = reformulator.retrieve(question, search, k=3, first_k=4, max_anchors=0)
+    assert {"local", "for"}.isdisjoint(r.passage.id for r in plain.passages)
+    anchored = reformulator.retrieve(question, search, k=3, first_k=4)
+    assert {"local", "for"} <= {r.passage.id for r in anchored.passages}
+    assert len(anchored.passages) == 3
