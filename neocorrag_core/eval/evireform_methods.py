@@ -147,10 +147,10 @@ def _output(
     )
 
 
-RULES_VERSION = "chains-2"
+RULES_VERSION = "chains-3"
 """Bumped when the loop's rules change in a way its configuration does not show (relation
 words, relation-first evidence, the chain-aware top-k were ``chains-1``; the question's
-anchors in that top-k, ``chains-2``)."""
+anchors in that top-k, ``chains-2``; one anchor per title, ``chains-3``)."""
 
 
 def method_version(name: str) -> str:

@@ -64,14 +64,26 @@ def question_anchors(
     question: str, passages: Sequence[Passage], first_ranks: dict[str, int], *, limit: int
 ) -> list[str]:
     """Up to ``limit`` ids of ``passages`` whose title the question names
-    (:func:`title_named`), best first-search rank first (``first_ranks``: id -> rank in the
-    question's own results; passages it did not return come last, in ``passages`` order)."""
+    (:func:`title_named`), one per distinct title, best first-search rank first
+    (``first_ranks``: id -> rank in the question's own results; passages it did not return
+    come last, in ``passages`` order).
+
+    One per title: several passages of one page ("iPhone" twice, "Catalan language" seven
+    times in a MuSiQue pool) are one entity, and anchoring them all would fill the top-k
+    with the first hop."""
     if limit <= 0:
         return []
     named = [p for p in passages if p.title.strip() and title_named(question, p.title)]
     arrival = {p.id: i for i, p in enumerate(passages)}
     named.sort(key=lambda p: (first_ranks.get(p.id, len(arrival)), arrival[p.id]))
-    return [p.id for p in named[:limit]]
+    chosen: list[str] = []
+    titles: set[str] = set()
+    for passage in named:
+        key = match_key(_QUALIFIER.sub("", passage.title))
+        if key not in titles and len(chosen) < limit:
+            titles.add(key)
+            chosen.append(passage.id)
+    return chosen
 
 
 def chain_top_k(

@@ -106,6 +106,12 @@ def test_question_anchors_in_first_search_order_and_capped():
     assert question_anchors(q, passages, first_ranks, limit=3) == ["local", "for", "us"]
     assert question_anchors(q, passages, first_ranks, limit=2) == ["local", "for"]
     assert question_anchors(q, passages, first_ranks, limit=0) == []
+    # one anchor per title: a second "Local H" page adds no anchor, unless it ranks first
+    again = Passage("local2", "Local H formed in 1990.", title="Local H (band)")
+    assert question_anchors(q, [again, *passages], {**first_ranks, "local2": 1}, limit=3) == [
+        "local", "for", "us",
+    ]  # fmt: skip
+    assert question_anchors(q, [again, *passages], {"local2": 0}, limit=2) == ["local2", "for"]
 
 
 def test_chain_top_k_takes_the_anchors_first():
