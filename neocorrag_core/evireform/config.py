@@ -98,8 +98,8 @@ class ReformulationConfig:
         max_anchors: with ``"chains"``, up to this many passages whose title the question
             names (:func:`~neocorrag_core.evireform.ranking.question_anchors`) enter the
             top-k before anything else; ``0`` turns anchors off. Chosen on the tune half
-            of five dev files: 3 found the most complete chains on each (2 lost two points on
-            2Wiki, 0 up to 11 points on HotpotQA dev).
+            of five dev files: 3 found the most complete chains on each (2 lost up to three
+            points on 2Wiki, 0 up to 11 points on HotpotQA dev).
 
     Budget
         max_lm_tokens: prompt + generated tokens the LM may spend per question; a step
