@@ -56,8 +56,12 @@ def title_named(question: str, title: str) -> bool:
     such as ``(cocktail)`` or ``(1930 film)`` left out), as consecutive words, case and
     accents ignored: ``Gibson (cocktail)`` is named by "Do Gibson and Zurracapote both
     contain gin?", ``Silene stenophylla`` is not named by "Are Ferocactus and Silene ...?"."""
-    key = match_key(_QUALIFIER.sub("", title))
+    key = _title_key(title)
     return bool(key) and f" {key} " in f" {match_key(question)} "
+
+
+def _title_key(title: str) -> str:
+    return match_key(_QUALIFIER.sub("", title))
 
 
 def question_anchors(
@@ -73,17 +77,15 @@ def question_anchors(
     with the first hop."""
     if limit <= 0:
         return []
-    named = [p for p in passages if p.title.strip() and title_named(question, p.title)]
     arrival = {p.id: i for i, p in enumerate(passages)}
-    named.sort(key=lambda p: (first_ranks.get(p.id, len(arrival)), arrival[p.id]))
-    chosen: list[str] = []
-    titles: set[str] = set()
-    for passage in named:
-        key = match_key(_QUALIFIER.sub("", passage.title))
-        if key not in titles and len(chosen) < limit:
-            titles.add(key)
-            chosen.append(passage.id)
-    return chosen
+    ranked = sorted(passages, key=lambda p: (first_ranks.get(p.id, len(arrival)), arrival[p.id]))
+    question_key = f" {match_key(question)} "
+    by_title: dict[str, str] = {}  # title key -> its best-ranked passage
+    for passage in ranked:
+        key = _title_key(passage.title)
+        if key and f" {key} " in question_key:
+            by_title.setdefault(key, passage.id)
+    return list(by_title.values())[:limit]
 
 
 def chain_top_k(
