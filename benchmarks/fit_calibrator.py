@@ -4,7 +4,7 @@ Input: one or more ``results.json`` of runs on the ``tune`` half, made so that t
 controller keeps searching and every step is measured, e.g.::
 
     neocorrag eval --data ../shared/data/musique/... --split tune --methods belief \\
-        --belief answer_threshold=1.0 --out runs/belief-tune-musique
+        --belief answer_threshold=1.0 --belief verify=always --out runs/belief-tune-musique
 
 Each step with a draft answer is a row labelled by ``neocorrag_core.belief.fitting``'s
 rule (token F1 >= 0.5 against the gold answers); questions are split into train and dev

@@ -347,7 +347,7 @@ def add_eval_parser(sub: Any) -> None:
     ev.add_argument(
         "--reader",
         default="default",
-        help="reader LM: 'default' (0.5B), 'qwen-1.5b' (the reader-1.5b extra), "
+        help="reader LM: 'default' (0.5B), 'qwen-1.5b' (the reader-1-5b extra), "
         "a local model folder, or 'none' (measure the contexts only: no EM/F1, fast)",
     )
     ev.add_argument("--lm", default=None, help="decoding/filter LM (default: the bundled 0.5B)")

@@ -33,6 +33,7 @@ from neocorrag_core.belief import (
     LMVerifier,
     PromptBudget,
     default_components,
+    default_verify,
 )
 from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.miner import EvidenceChainMiner
@@ -90,19 +91,20 @@ def question_of(owner: str, value: Any) -> str:
     return check_query(owner, value)
 
 
-def belief_config(owner: str, config: Any, k: Any) -> BeliefConfig:
+def belief_config(owner: str, config: Any, k: Any, verify: str = "auto") -> BeliefConfig:
     """The controller settings: a :class:`BeliefConfig`, a dict of its fields or ``None``
-    (the defaults), with ``k`` (when given) as the passages asked of each search."""
+    (the defaults), with ``k`` (when given) as the passages asked of each search and
+    ``verify`` as the verifier mode unless the dict or the config sets one."""
     check_int(owner, "k", k, minimum=1, optional=True)
     if config is None:
-        config = BeliefConfig()
+        config = BeliefConfig(verify=verify)
     elif isinstance(config, Mapping):
         bad = [key for key in config if not isinstance(key, str)]
         if bad:
             raise ConfigError(
                 f"{owner}.config keys must be BeliefConfig field names, got {bad[0]!r}"
             )
-        config = BeliefConfig().with_overrides(**config)
+        config = BeliefConfig(verify=verify).with_overrides(**config)
     elif not isinstance(config, BeliefConfig):
         raise ConfigError(
             f"{owner}.config must be a BeliefConfig, a dict of its fields or None, "
@@ -189,7 +191,8 @@ class BeliefEngine:
             )
             return
         self.custom = False
-        self.config = belief_config(owner, config, k)
+        refitted = calibrator is not None or after_search is not None
+        self.config = belief_config(owner, config, k, default_verify(llm, refitted=refitted))
         check_bool(owner, "chains_for_verifier", chains_for_verifier)
         if chains_decoding is not None:
             check_choice(owner, "chains_decoding", chains_decoding, ("none", "beam", "rank"))

@@ -29,7 +29,7 @@ from .components import (
     Verifier,
     VerifierReply,
 )
-from .config import BeliefConfig
+from .config import VERIFY_MODES, BeliefConfig, config_with_default_verify, default_verify
 from .controller import BeliefController
 from .defaults import BeliefComponents, default_components
 from .fitting import (
@@ -41,7 +41,7 @@ from .fitting import (
     rows_from_trajectories,
 )
 from .relevance import EmbeddingRelevance
-from .rules import Budget, decide, retrieval_value
+from .rules import Budget, VerifierCheck, decide, retrieval_value, verifier_needed
 from .state import PRIOR_COEFFICIENTS, implied_belief, update_belief
 from .types import Action, Belief, BeliefResult, Decision, Diagnostics, Mutation, Step
 from .verifier import LMVerifier, PromptBudget, VerifierStats
@@ -51,6 +51,7 @@ from .writer import LMQueryWriter
 __all__ = [
     "AFTER_SEARCH_FILE",
     "PRIOR_COEFFICIENTS",
+    "VERIFY_MODES",
     "Action",
     "Added",
     "AnswerGenerator",
@@ -79,11 +80,14 @@ __all__ = [
     "Usage",
     "UsageTally",
     "Verifier",
+    "VerifierCheck",
     "VerifierReply",
     "VerifierStats",
     "brier_score",
+    "config_with_default_verify",
     "decide",
     "default_components",
+    "default_verify",
     "expected_calibration_error",
     "fit_and_select",
     "fit_from_episodes",
@@ -94,4 +98,5 @@ __all__ = [
     "retrieval_value",
     "rows_from_trajectories",
     "update_belief",
+    "verifier_needed",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -75,7 +75,32 @@ class AnswerabilityCalibrator:
             x = values.get(name)
             if x is not None:
                 z += w * (float(x) - mean) / scale
-        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+        return _sigmoid(z)
+
+    def predict_range(
+        self, diagnostics: Diagnostics | Mapping[str, float], free: Collection[str]
+    ) -> tuple[float, float]:
+        """The lowest and highest probability over every value in ``[0, 1]`` of the
+        ``free`` features, the others as in :meth:`predict`.
+
+        The model is monotone in each feature, so each free feature's extremes are at 0
+        and 1; the controller uses this to tell whether a measurement it has not taken yet
+        (the verifier's) could change its decision.
+        """
+        values = diagnostics.features() if isinstance(diagnostics, Diagnostics) else diagnostics
+        low = high = self.bias
+        for name, w, mean, scale in zip(
+            self.features, self.weights, self.means, self.scales, strict=True
+        ):
+            if name in free:
+                ends = (w * (0.0 - mean) / scale, w * (1.0 - mean) / scale)
+                low, high = low + min(ends), high + max(ends)
+                continue
+            x = values.get(name)
+            if x is not None:
+                term = w * (float(x) - mean) / scale
+                low, high = low + term, high + term
+        return _sigmoid(low), _sigmoid(high)
 
     # -- files --------------------------------------------------------------------------
 
@@ -194,6 +219,10 @@ class AnswerabilityCalibrator:
             version=version,
             meta=dict(meta or {}),
         )
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
 def _matrix(rows: Sequence[Diagnostics | Mapping[str, float]], features: Sequence[str]) -> Any:

@@ -6,7 +6,11 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from neocorrag_core.errors import ConfigError
-from neocorrag_core.validation import check_bool, check_int, check_number
+from neocorrag_core.validation import check_bool, check_choice, check_int, check_number
+
+VERIFY_MODES = ("auto", "always")
+"""``BeliefConfig.verify``: call the verifier only when it could change the decision, or at
+every measured step (the paper's loop)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,20 @@ class BeliefConfig:
             more are not shown to any model.
         max_corrections: VERIFY actions per question.
 
+    Measuring
+        verify: ``"auto"`` (default): the verifier is called only when some reply of it
+            could change the decision. After the draft answer and the local diagnostics,
+            the controller bounds the answerability and the value of another search over
+            every possible verifier reply (:func:`~neocorrag_core.belief.rules.verifier_needed`);
+            when neither can cross its threshold, the call is skipped and the step's
+            verifier numbers are ``None``. A correction (VERIFY) ends in a search for
+            replacements, so it is skipped with the verifier when no search can be worth
+            its cost. Our addition to the paper, which measures every step: with the
+            shipped models for the bundled 0.5B the verifier never changes a decision, and
+            it costs more tokens than the answer (docs/belief.md). ``"always"``: the
+            paper's loop, one verifier call per measured step; use it with a verifier
+            whose judgments the fitted models do not know (e.g. a source policy).
+
     Belief update
         blend: weight of the previous belief in the logit-space blend with the belief the
             new diagnostics imply (0: forget the past; the paper gives no value).
@@ -69,6 +87,7 @@ class BeliefConfig:
     replace_dropped: bool = True
     live_answerability: bool = True
     fitted_retrieval_value: bool = True
+    verify: str = "auto"
 
     def __post_init__(self) -> None:
         owner = "BeliefConfig"
@@ -92,6 +111,7 @@ class BeliefConfig:
             "fitted_retrieval_value",
         ):
             check_bool(owner, name, getattr(self, name))
+        check_choice(owner, "verify", self.verify, VERIFY_MODES)
 
     def with_overrides(self, **overrides: Any) -> BeliefConfig:
         """A copy with some fields changed; unknown names raise :class:`ConfigError`."""
@@ -109,4 +129,27 @@ class BeliefConfig:
         return asdict(self)
 
 
-__all__ = ["BeliefConfig"]
+def default_verify(lm: Any, *, refitted: bool) -> str:
+    """The ``verify`` mode of a controller built without one: ``"auto"`` where the fitted
+    models know the generator, ``"always"`` where they do not.
+
+    The shipped answerability and after-search files are fitted on the bundled LM's
+    episodes, so they can say that no verifier reply matters only for that LM (``lm`` is
+    ``None``) or for models refitted on the user's own generator (``refitted``). With any
+    other LM (a LangChain or LlamaIndex LLM, another local model) the verifier runs at
+    every measured step, as in the paper, so its corrections are not skipped on the word
+    of models fitted for another generator.
+    """
+    return "auto" if lm is None or refitted else "always"
+
+
+def config_with_default_verify(
+    config: BeliefConfig | None, lm: Any, *, refitted: bool
+) -> BeliefConfig:
+    """``config``, or the defaults with :func:`default_verify`'s mode when it is ``None``."""
+    if config is not None:
+        return config
+    return BeliefConfig(verify=default_verify(lm, refitted=refitted))
+
+
+__all__ = ["VERIFY_MODES", "BeliefConfig", "config_with_default_verify", "default_verify"]

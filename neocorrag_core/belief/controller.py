@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from neocorrag_core.errors import ConfigError, InputError, ModelCallError, NeocorragError
@@ -30,10 +30,10 @@ from .components import (
     UsageTally,
     Verifier,
 )
-from .config import BeliefConfig
-from .rules import Budget, decide, retrieval_value
+from .config import BeliefConfig, config_with_default_verify
+from .rules import Budget, VerifierCheck, decide, retrieval_value, verifier_needed
 from .state import update_belief
-from .types import Action, Belief, BeliefResult, Decision, Diagnostics, Step
+from .types import VERIFIER_NAMES, Action, Belief, BeliefResult, Decision, Diagnostics, Step
 from .workspace import EvidenceWorkspace
 
 T = TypeVar("T")
@@ -61,6 +61,8 @@ class _State:
     novelty: float = 1.0
     measure_cost_per_passage: float = 0.0
     writer_cost: int = 0
+    verifier_note: str = ""
+    """Why the last measurement skipped the verifier ("" when it called it)."""
 
     def call(self, outcome: tuple[T, Usage]) -> T:
         """Count one model call's tokens and hand back its value."""
@@ -140,10 +142,14 @@ class BeliefController:
         ``models``: a :class:`~neocorrag_core.models.LazyModels` to share with another
         engine. ``options`` go to :func:`~neocorrag_core.belief.defaults.default_components`
         (``budget``, ``triple_source``, ``show_progress``). Nothing loads until the first
-        episode needs it.
+        episode needs it. Without ``config``, ``verify`` is ``"auto"`` for the bundled LM
+        or refitted models and ``"always"`` for any other LM
+        (:func:`~neocorrag_core.belief.config.default_verify`).
         """
         from .defaults import default_components
 
+        refitted = calibrator is not None or after_search is not None
+        config = config_with_default_verify(config, lm, refitted=refitted)
         parts = default_components(lm, embedder, models=models, config=config, **options)
         return cls(
             **parts.as_kwargs(), calibrator=calibrator, after_search=after_search, config=config
@@ -228,6 +234,8 @@ class BeliefController:
                 search_cost=search_cost,
                 after_search=after,
             )
+            if measured_now and st.verifier_note:
+                decision = replace(decision, reason=f"{decision.reason}; {st.verifier_note}")
             if index >= _step_cap(config) and not decision.action.terminal:
                 # Unreachable by the rules (each non-terminal step spends a capped round or
                 # correction); kept so that no episode can ever loop.
@@ -263,6 +271,7 @@ class BeliefController:
                     evidence_ids=st.workspace.ids,
                     retrieved_ids=retrieved,
                     draft_answer=st.draft.text if measured_now else "",
+                    verified=measured_now and st.diagnostics.verified,
                     seconds=time.perf_counter() - began,
                     prompt_tokens=st.tally.prompt - before[0],
                     generated_tokens=st.tally.generated - before[1],
@@ -305,33 +314,77 @@ class BeliefController:
         return text, Decision(decision.action, decision.reason, text)
 
     def _measure(self, question: str, st: _State, config: BeliefConfig) -> None:
-        """Local diagnostics, a draft answer and one verifier call on the current evidence;
+        """A draft answer and the local diagnostics of the current evidence, then the
+        verifier call when its reply could change the decision (:meth:`_verifier_check`);
         then the belief update."""
         before = st.tally.total
         passages = st.workspace.passages
         draft = st.call(_ask("answer generator", self.generator.answer, question, passages))
-        reply = st.call(_ask("verifier", self.verifier.verify, question, passages, draft.text))
-        present = set(st.workspace.ids)
         relevance = (
             _ask("relevance scorer", self.relevance.relevance, question, passages)
             if passages
             else 0.0
         )
         st.draft = draft
-        st.diagnostics = Diagnostics(
+        local = Diagnostics(
             relevance=_unit(relevance),
             novelty=st.novelty,
             cost=_unit(st.tally.total / config.max_tokens),
-            support=_unit(reply.support),
-            conflict=_unit(reply.conflict),
-            uncertainty=_unit(reply.uncertainty),
-            gap=_unit(reply.gap),
-            missing_fact=reply.missing_fact,
-            drop_ids=tuple(pid for pid in dict.fromkeys(reply.drop_ids) if pid in present),
+            support=None,
+            conflict=None,
+            uncertainty=None,
+            gap=None,
             answer_confidence=None if draft.confidence is None else _unit(draft.confidence),
         )
+        check = self._verifier_check(local, st, config)
+        st.verifier_note = "" if check.needed else check.why
+        if check.needed:
+            reply = st.call(_ask("verifier", self.verifier.verify, question, passages, draft.text))
+            present = set(st.workspace.ids)
+            local = replace(
+                local,
+                cost=_unit(st.tally.total / config.max_tokens),
+                support=_unit(reply.support),
+                conflict=_unit(reply.conflict),
+                uncertainty=_unit(reply.uncertainty),
+                gap=_unit(reply.gap),
+                missing_fact=reply.missing_fact,
+                drop_ids=tuple(pid for pid in dict.fromkeys(reply.drop_ids) if pid in present),
+            )
+        st.diagnostics = local
         st.belief = update_belief(st.belief, st.diagnostics, blend=config.blend)
         st.measure_cost_per_passage = (st.tally.total - before) / max(1, len(passages))
+
+    def _verifier_check(
+        self, local: Diagnostics, st: _State, config: BeliefConfig
+    ) -> VerifierCheck:
+        """Whether any verifier reply could change this step's decision: the fitted models
+        are bounded over every reply, the local diagnostics fixed (``verify="auto"``)."""
+        if config.verify == "always":
+            return VerifierCheck(True, "verify='always'")
+        if not config.live_answerability and st.frozen is not None:
+            answerability = (st.frozen, st.frozen)
+        else:
+            answerability = self.calibrator.predict_range(local, VERIFIER_NAMES)
+        after = (
+            self.after_search.predict_range(local, VERIFIER_NAMES)
+            if config.fitted_retrieval_value
+            else None
+        )
+        budget = Budget(
+            rounds_used=st.rounds,
+            tokens_used=st.tally.total,
+            corrections_used=st.corrections,
+            searched=True,
+        )
+        return verifier_needed(
+            answerability,
+            budget,
+            config,
+            cost=local.cost,
+            search_cost=st.search_cost(config.k),
+            after_search=after,
+        )
 
     def _result(self, question: str, decision: Decision, st: _State) -> BeliefResult:
         abstained = decision.action is Action.ABSTAIN

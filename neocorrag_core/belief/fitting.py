@@ -26,6 +26,7 @@ import hashlib
 import itertools
 import json
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -42,7 +43,7 @@ from .calibrator import (
     expected_calibration_error,
     reliability_bins,
 )
-from .types import DIAGNOSTIC_NAMES, BeliefResult
+from .types import DIAGNOSTIC_NAMES, VERIFIER_NAMES, BeliefResult
 
 SUCCESS_F1 = 0.5
 LABEL_RULE = "right = SQuAD token F1 (max over the gold aliases) of the step's draft answer >= 0.5"
@@ -268,6 +269,14 @@ def fit_and_select(
     unknown = sorted(set(features) - set(FEATURE_NAMES))
     if unknown:
         raise InputError(f"unknown feature(s) {unknown}; known: {list(FEATURE_NAMES)}")
+    unverified = sum(1 for row in train_rows if not set(VERIFIER_NAMES) & set(row.features))
+    if unverified * 2 > len(train_rows) and set(VERIFIER_NAMES) & set(features):
+        warnings.warn(
+            f"{unverified} of {len(train_rows)} train rows have no verifier diagnostics (the "
+            "verifier was skipped: verify='auto'), so the fit cannot learn what the verifier "
+            "says; collect the episodes with BeliefConfig(verify='always')",
+            stacklevel=2,
+        )
     features = tuple(name for name in FEATURE_NAMES if name in present and name in features)
     if not features:
         raise InputError("the train rows carry no diagnostics to fit on")

@@ -56,6 +56,70 @@ def retrieval_value(
     return belief.gap * (1.0 - answerability) * (1.0 - belief.cost)
 
 
+@dataclass(frozen=True)
+class VerifierCheck:
+    """Whether a step needs the verifier call, and why (in words, for the trajectory)."""
+
+    needed: bool
+    why: str
+
+
+def verifier_needed(
+    answerability: tuple[float, float],
+    budget: Budget,
+    config: BeliefConfig,
+    *,
+    cost: float,
+    search_cost: int,
+    after_search: tuple[float, float] | None = None,
+) -> VerifierCheck:
+    """Whether any verifier reply could change the next decision (``verify="auto"``).
+
+    ``answerability`` and ``after_search`` are the lowest and highest values the fitted
+    models can take over every verifier reply (the local diagnostics fixed;
+    :meth:`~neocorrag_core.belief.AnswerabilityCalibrator.predict_range`); ``cost`` is the
+    budget share spent before the call. The verifier is needed when the answerability
+    range spans the ANSWER or the ABSTAIN threshold, when the best case of another search
+    reaches ``min_retrieval_value`` (it could lead to RETRIEVE, or to a correction, whose
+    replacement search is such a search), or when a correction could drop passages with
+    no search after it (prune-only, or no search left), a change the fitted models do not
+    value. Otherwise every reply leads to the same action, and the call is skipped. With
+    ``verify="always"`` it is always needed (the paper's loop).
+    """
+    if config.verify == "always":
+        return VerifierCheck(True, "verify='always'")
+    low, high = answerability
+    for threshold, name in (
+        (config.answer_threshold, "answer"),
+        (config.abstain_below, "abstain"),
+    ):
+        if low < threshold <= high:
+            return VerifierCheck(
+                True,
+                f"answerability {low:.2f}-{high:.2f} spans the {name} threshold {threshold:.2f}",
+            )
+    can_search = budget.can_search(config, search_cost)
+    correction_open = config.correct_problems and budget.corrections_used < config.max_corrections
+    if correction_open and not (config.replace_dropped and can_search):
+        return VerifierCheck(True, "a correction could drop passages with no search after it")
+    if can_search:
+        gain = max(0.0, after_search[1] - low) if after_search is not None else 1.0 - low
+        best = gain * (1.0 - min(max(cost, 0.0), 1.0))
+        if best >= config.min_retrieval_value:
+            return VerifierCheck(True, f"a search could be worth up to {best:.2f}")
+        searching = (
+            f"a search (or a correction's replacement search) is worth at most {best:.2f} "
+            f"< {config.min_retrieval_value:.2f}"
+        )
+    else:
+        searching = "no search is left in the budget"
+    return VerifierCheck(
+        False,
+        f"verifier not called: whatever it says, answerability stays in "
+        f"{low:.2f}-{high:.2f} and {searching}",
+    )
+
+
 def decide(
     belief: Belief,
     diagnostics: Diagnostics,
@@ -140,4 +204,4 @@ def _end(answerability: float, config: BeliefConfig, why: str) -> Decision:
     return Decision(Action.STOP, f"{why}; best-effort answer (answerability {answerability:.2f})")
 
 
-__all__ = ["Budget", "decide", "retrieval_value"]
+__all__ = ["Budget", "VerifierCheck", "decide", "retrieval_value", "verifier_needed"]

@@ -40,6 +40,9 @@ class Action(str, Enum):
 DIAGNOSTIC_NAMES = ("relevance", "novelty", "cost", "support", "conflict", "uncertainty", "gap")
 """The seven diagnostics of the paper, in the order calibrator files list them."""
 
+VERIFIER_NAMES = ("support", "conflict", "uncertainty", "gap")
+"""The diagnostics that come from the verifier call (the rest are measured locally)."""
+
 
 @dataclass(frozen=True)
 class Diagnostics:
@@ -51,25 +54,36 @@ class Diagnostics:
     probability on a draft answer, when the local LM exposes it; ``None`` otherwise).
     From one verifier call: ``support``, ``conflict``, ``uncertainty``, ``gap`` (how
     likely a required fact is missing), ``missing_fact`` (which one, in words) and
-    ``drop_ids`` (passages the verifier calls misleading or useless).
+    ``drop_ids`` (passages the verifier calls misleading or useless). The four numbers
+    are ``None`` on a step where the controller did not call the verifier because no
+    reply could have changed its decision (``BeliefConfig.verify="auto"``).
     """
 
     relevance: float
     novelty: float
     cost: float
-    support: float
-    conflict: float
-    uncertainty: float
-    gap: float
+    support: float | None
+    conflict: float | None
+    uncertainty: float | None
+    gap: float | None
     missing_fact: str = ""
     drop_ids: tuple[str, ...] = ()
     answer_confidence: float | None = None
 
+    @property
+    def verified(self) -> bool:
+        """Whether the verifier judged this evidence (its four numbers are measured)."""
+        return all(getattr(self, name) is not None for name in VERIFIER_NAMES)
+
     def features(self) -> dict[str, float]:
-        """The numeric diagnostics by name (``answer_confidence`` only when measured)."""
-        out = {name: float(getattr(self, name)) for name in DIAGNOSTIC_NAMES}
-        if self.answer_confidence is not None:
-            out["answer_confidence"] = float(self.answer_confidence)
+        """The measured numeric diagnostics by name: the verifier's four only when it was
+        called, ``answer_confidence`` only when the LM exposes it. A model reading these
+        takes a missing one at its training mean."""
+        out: dict[str, float] = {}
+        for name in (*DIAGNOSTIC_NAMES, "answer_confidence"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = float(value)
         return out
 
 
@@ -137,6 +151,8 @@ class Step(Cost):
     draft_answer: str = ""
     """The draft answer measured at this step (empty when the step measured nothing);
     the calibrator's fit script labels each step's diagnostics by whether it is right."""
+    verified: bool = False
+    """Whether the verifier was called at this step (``BeliefConfig.verify``)."""
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -151,6 +167,7 @@ class Step(Cost):
                 "missing_fact": self.diagnostics.missing_fact,
                 "drop_ids": list(self.diagnostics.drop_ids),
             },
+            "verified": self.verified,
             "belief": self.belief.as_dict(),
             "answerability": self.answerability,
             "retrieval_value": self.retrieval_value,
@@ -190,6 +207,7 @@ class BeliefResult(Cost):
 __all__ = [
     "BELIEF_NAMES",
     "DIAGNOSTIC_NAMES",
+    "VERIFIER_NAMES",
     "Action",
     "Belief",
     "BeliefResult",

@@ -12,6 +12,9 @@
   answerability reused for the whole episode).
 * ``belief-chains``: ``belief`` whose verifier also sees the NeocorRAG evidence chains
   mined from the evidence (:class:`~neocorrag_core.belief.ChainEvidenceVerifier`).
+* ``belief-always-verify``: ``belief`` with one verifier call at every measured step
+  (``verify="always"``, the paper's loop; the default calls it only when a reply could
+  change the decision).
 
 Every method here answers by itself, with one shared answer generator (the reader's LM,
 the same prompt), so the runner does not call its reader; all share the retriever, the
@@ -56,6 +59,7 @@ BELIEF_METHODS = (
     "belief-prune-only",
     "belief-frozen-answerability",
     "belief-chains",
+    "belief-always-verify",
 )
 
 ABLATIONS: dict[str, dict[str, Any]] = {
@@ -64,7 +68,13 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "belief-no-correction": {"correct_problems": False},
     "belief-prune-only": {"replace_dropped": False},
     "belief-frozen-answerability": {"live_answerability": False},
+    "belief-always-verify": {"verify": "always"},
 }
+
+VERIFY_GATE_VERSION = "verify-auto-1"
+"""Part of the version of the controller methods that skip the verifier when no reply could
+change the decision (``BeliefConfig.verify="auto"``); ``belief-always-verify`` runs the
+measuring of the earlier versions, so its records keep their version."""
 
 
 @dataclass(frozen=True)
@@ -273,6 +283,8 @@ def method_version(name: str) -> str:
         parts.append(f"calibrator {AnswerabilityCalibrator.load().version}")
         after = AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE)
         parts.append(f"after-search {after.version}")
+        if ABLATIONS.get(name, {}).get("verify", "auto") == "auto":
+            parts.append(VERIFY_GATE_VERSION)
     return " ".join(parts)
 
 
@@ -301,6 +313,7 @@ def build(name: str, context: BuildContext) -> Any:
 __all__ = [
     "ABLATIONS",
     "BELIEF_METHODS",
+    "VERIFY_GATE_VERSION",
     "BeliefMethod",
     "IterativeMethod",
     "ReadOnceMethod",

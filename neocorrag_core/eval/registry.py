@@ -184,6 +184,12 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         f"{_BELIEF}:build",
         version=_BELIEF_VERSION,
     ),
+    MethodSpec(
+        "belief-always-verify",
+        "belief with a verifier call at every measured step (the paper's loop)",
+        f"{_BELIEF}:build",
+        version=_BELIEF_VERSION,
+    ),
 )
 
 

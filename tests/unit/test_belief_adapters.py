@@ -679,3 +679,25 @@ def test_llama_index_bad_settings_are_config_errors():
         BeliefQueryEngine(
             LIScripted(), RoleLLM(), models=EvidenceChainMiner(), embedder=HashedBagOfWords()
         )
+
+
+def test_the_verifier_mode_follows_what_the_fitted_models_know():
+    # The shipped models are fitted on the bundled LM: with it (llm=None) the verifier is
+    # asked only when a reply could change the decision; with another LLM, at every step.
+    bundled = BeliefRAG(LCScripted(), None, embedder=HashedBagOfWords())
+    assert bundled.config.verify == "auto"
+    chat = FakeListChatModel(responses=["Stanley"])
+    assert BeliefRAG(LCScripted(), chat, embedder=HashedBagOfWords()).config.verify == ("always")
+    assert (
+        BeliefQueryEngine(LIScripted(), MockLLM(), embedder=HashedBagOfWords()).config.verify
+        == "always"
+    )
+    # Models refitted on your own LLM, or an explicit setting, decide instead.
+    refit = BeliefRAG(LCScripted(), chat, embedder=HashedBagOfWords(), calibrator=SUPPORT)
+    assert refit.config.verify == "auto"
+    told = BeliefRAG(LCScripted(), chat, embedder=HashedBagOfWords(), config={"verify": "auto"})
+    assert told.config.verify == "auto"
+    assert BeliefController.from_models(chat).config.verify == "always"
+    assert BeliefController.from_models().config.verify == "auto"
+    with pytest.raises(ConfigError, match="verify"):
+        BeliefRAG(LCScripted(), None, config={"verify": "sometimes"})

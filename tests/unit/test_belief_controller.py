@@ -182,6 +182,43 @@ def test_the_fitted_retrieval_value_searches_only_when_a_search_is_expected_to_p
     assert futile.steps[-1].retrieval_value == 0.0
 
 
+def test_the_verifier_is_not_called_when_no_reply_could_change_the_decision():
+    # Answerability and the after-search chance are constant (0.2): whatever the verifier
+    # says, the controller stops after the first search, so the default does not ask it.
+    verifier = Verifier()
+    quiet = BeliefController(
+        verifier=verifier, generator=Generator(), writer=Writer(), relevance=Relevance(),
+        calibrator=constant(0.2), after_search=constant(0.2), config=BeliefConfig(),
+    )  # fmt: skip
+    result = quiet.run(QUESTION, Retriever(first=(HOP1, HOP2)))
+    assert verifier.calls == 0
+    assert actions(result) == [Action.RETRIEVE, Action.STOP] and result.answer == "Stanley"
+    last = result.trajectory[-1]
+    assert last["verified"] is False and "support" not in last["diagnostics"]
+    assert "verifier not called" in last["reason"] and last["draft_answer"] == "Stanley"
+    # The paper's loop asks it at every measured step: same decision, more tokens.
+    loop = quiet.run(QUESTION, Retriever(first=(HOP1, HOP2)), verify="always")
+    assert verifier.calls == 1 and loop.trajectory[-1]["verified"] is True
+    assert actions(loop) == actions(result) and loop.answer == result.answer
+    assert loop.lm_tokens == result.lm_tokens + 100 + 50 * 2 + 20
+    # With a calibrator that reads the verifier's support, the default asks it.
+    assert controller().run(QUESTION, Retriever(first=(HOP1, HOP2))).trajectory[-1]["verified"]
+
+
+def test_a_skipped_verifier_also_skips_the_correction():
+    # The misleading passage would be flagged, but no search can pay for its replacement.
+    verifier = Verifier()
+    quiet = BeliefController(
+        verifier=verifier, generator=Generator(), writer=Writer(), relevance=Relevance(),
+        calibrator=constant(0.2), after_search=constant(0.2), config=BeliefConfig(),
+    )  # fmt: skip
+    result = quiet.run(QUESTION, Retriever())
+    assert verifier.calls == 0 and Action.VERIFY not in actions(result)
+    # Prune-only corrections need no search, so there the verifier is asked.
+    pruned = quiet.run(QUESTION, Retriever(), replace_dropped=False)
+    assert verifier.calls >= 1 and Action.VERIFY in actions(pruned)
+
+
 def test_the_shipped_after_search_model_is_the_default():
     shipped = AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE)
     default = BeliefController(

@@ -23,6 +23,7 @@ from neocorrag_core.belief import (
     reliability_bins,
     retrieval_value,
     update_belief,
+    verifier_needed,
 )
 
 
@@ -238,9 +239,75 @@ def test_every_decision_has_a_reason():
     assert decision.reason and "retrieval value" in decision.reason
 
 
+def test_the_range_over_free_features_is_taken_at_their_ends_by_hand():
+    cal = AnswerabilityCalibrator(
+        features=("support", "relevance"), weights=(2.0, 1.0), bias=0.0, means=(0.5, 0.5),
+        scales=(0.25, 0.5), version="test",
+    )  # fmt: skip
+    # support free: 2 * (0 - 0.5) / 0.25 = -4 .. +4; relevance 0.7 fixed: + 0.4.
+    low, high = cal.predict_range({"relevance": 0.7, "support": 0.9}, ("support",))
+    sig = lambda z: 1 / (1 + math.exp(-z))  # noqa: E731
+    assert (low, high) == (pytest.approx(sig(-3.6)), pytest.approx(sig(4.4)))
+    # A negative weight swaps the ends; a feature with no free name is as in predict().
+    neg = support_only(weight=-4.0)
+    assert neg.predict_range({}, ("support",)) == (pytest.approx(sig(-8)), pytest.approx(sig(8)))
+    assert neg.predict_range({"support": 0.75}, ()) == (neg.predict(diag(support=0.75)),) * 2
+
+
+def test_unmeasured_verifier_numbers_are_left_out_of_the_features():
+    skipped = diag(support=None, conflict=None, uncertainty=None, gap=None)
+    assert not skipped.verified and diag().verified
+    assert set(skipped.features()) == {"relevance", "novelty", "cost"}
+    # The belief update and the calibrator take what is there (the mean for the rest).
+    assert support_only().predict(skipped) == pytest.approx(0.5)
+    assert 0.0 < implied_belief(skipped).sufficiency < 1.0
+
+
+def test_the_verifier_is_skipped_only_when_no_reply_can_change_the_decision():
+    b = budget()
+    # Answerability 0.14-0.24 for any reply; after a search at most 0.20: a search is worth
+    # at most (0.20 - 0.14) * (1 - 0.1) = 0.054 < 0.10.
+    quiet = verifier_needed((0.14, 0.24), b, CONFIG, cost=0.1, search_cost=100,
+                            after_search=(0.1, 0.2))  # fmt: skip
+    assert not quiet.needed
+    assert "0.14-0.24" in quiet.why and "at most 0.05" in quiet.why
+    always = BeliefConfig(verify="always")
+    assert verifier_needed((0.14, 0.24), b, always, cost=0.1, search_cost=100,
+                           after_search=(0.1, 0.2)).needed  # fmt: skip
+    # A reply could ANSWER, or ABSTAIN:
+    for ans in ((0.4, 0.6), (0.03, 0.08)):
+        check = verifier_needed(ans, b, CONFIG, cost=0.1, search_cost=100, after_search=(0, 0))
+        assert check.needed and "threshold" in check.why
+    # A reply could make a search pay: (0.40 - 0.14) * 0.9 = 0.23.
+    hopeful = verifier_needed((0.14, 0.24), b, CONFIG, cost=0.1, search_cost=100,
+                              after_search=(0.1, 0.4))  # fmt: skip
+    assert hopeful.needed and "0.23" in hopeful.why
+    # The unfitted prior bounds the gap belief by 1: (1 - 0.14) * 0.9 >= 0.10.
+    assert verifier_needed((0.14, 0.24), b, CONFIG, cost=0.1, search_cost=100).needed
+    # A correction with no search after it is a change the fitted models do not value.
+    prune = BeliefConfig(replace_dropped=False)
+    assert verifier_needed((0.14, 0.24), b, prune, cost=0.1, search_cost=100,
+                           after_search=(0.1, 0.2)).needed  # fmt: skip
+    spent = budget(rounds_used=CONFIG.max_rounds)
+    assert verifier_needed((0.14, 0.24), spent, CONFIG, cost=0.1, search_cost=100,
+                           after_search=(0.1, 0.2)).needed  # fmt: skip
+    # ... unless no correction is left either.
+    done = budget(rounds_used=CONFIG.max_rounds, corrections_used=CONFIG.max_corrections)
+    last = verifier_needed((0.14, 0.24), done, CONFIG, cost=0.1, search_cost=100,
+                           after_search=(0.1, 0.2))  # fmt: skip
+    assert not last.needed and "no search is left" in last.why
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("answer_threshold", 1.5), ("k", 0), ("max_rounds", 2.0), ("blend", -0.1), ("k", True)],
+    [
+        ("answer_threshold", 1.5),
+        ("verify", "sometimes"),
+        ("k", 0),
+        ("max_rounds", 2.0),
+        ("blend", -0.1),
+        ("k", True),
+    ],
 )
 def test_bad_config_values_raise_config_errors(field, value):
     with pytest.raises(ConfigError, match=field):

@@ -362,3 +362,17 @@ def test_the_replay_script_walks_recorded_steps_by_the_rules(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| 0 | 0.0 | 910 | 1.00 | 0 / 1 / 0 |" in printed  # "Mountrail" is wrong
     assert "| 0.05 | 0.0 | 910 | 1.00 | 0 / 0 / 1 |" in printed
+
+
+def test_a_fit_on_episodes_without_verifier_diagnostics_warns():
+    from neocorrag_core.belief import fit_and_select
+    from neocorrag_core.belief.fitting import CalibrationRow
+
+    def row(i: int) -> CalibrationRow:
+        # Local diagnostics only, as a step of verify="auto" that skipped the verifier.
+        right = int(i % 3 == 0)
+        return CalibrationRow(f"q{i}", 1, {"relevance": 0.1 * (i % 10)}, right, float(right))
+
+    with pytest.warns(UserWarning, match="verify='always'"):
+        calibrator, _ = fit_and_select([row(i) for i in range(30)], [row(i) for i in range(9)])
+    assert calibrator.features == ("relevance",)

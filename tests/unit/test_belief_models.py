@@ -604,7 +604,8 @@ def test_a_full_episode_on_a_framework_llm_never_loads_a_local_lm() -> None:
 
     llm = RoleChat()
     parts = default_components(llm, HashedBagOfWords())
-    controller = BeliefController(**parts.as_kwargs())
+    # verify="always": with the shipped models the default would skip the verifier here.
+    controller = BeliefController(**parts.as_kwargs(), config=BeliefConfig(verify="always"))
     result = controller.run(QUESTION, scripted_search)
     assert result.final_action.terminal and result.answer in (None, "Stanley")
     assert {"verify", "answer"} <= set(llm.calls)

@@ -122,7 +122,9 @@ def test_the_controller_version_names_its_calibrator(monkeypatch):
     assert "calibrator" in before and "calibrator" not in method_version("iterative")
     monkeypatch.setattr(belief_methods.AnswerabilityCalibrator, "load", lambda **_: Fitted())
     assert "calibrator fit-test" in method_version("belief")
-    assert method_version("belief").endswith("after-search fit-test")
+    assert method_version("belief").endswith("after-search fit-test verify-auto-1")
     assert method_version("belief") != before
+    # The paper's loop measures as the records before the verifier gate did: same version.
+    assert method_version("belief-always-verify").endswith("after-search fit-test")
     # Every belief method declares its version; the refiners declare none.
     assert set(method_versions(("none", *BELIEF_METHODS))) == set(BELIEF_METHODS)
