@@ -35,6 +35,7 @@ from neocorrag_core.belief import (
     default_components,
     default_verify,
 )
+from neocorrag_core.belief.calibrator import shipped_pair
 from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
@@ -245,6 +246,9 @@ class BeliefEngine:
             shared = LazyModels(embedder=embedder, lm=local_lm)
         self.llm = llm
         self.models = shared
+        pair = None if refitted or framework else shipped_pair(llm)
+        if pair is not None:  # a bundled LM preset: the models fitted on its episodes
+            calibrator, after_search = pair
         self.calibrator = calibrator or AnswerabilityCalibrator.load()
         self.after_search = after_search or AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE)
         self.chains_decoding = chains_decoding

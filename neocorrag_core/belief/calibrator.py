@@ -33,6 +33,28 @@ AFTER_SEARCH_FILE = "after_search.json"
 fitted part of the retrieval value (:func:`~neocorrag_core.belief.rules.retrieval_value`)."""
 
 
+SHIPPED_MODELS: dict[str, tuple[str, str]] = {
+    "default": (DEFAULT_FILE, AFTER_SEARCH_FILE),
+}
+"""Bundled generator preset (``resolve_lm`` name) -> its (answerability, after-search)
+files in ``neocorrag_core/belief/data``, each fitted on that generator's own episodes
+(BeliefRAG fits per backbone)."""
+
+
+def shipped_pair(lm: Any) -> tuple[AnswerabilityCalibrator, AnswerabilityCalibrator] | None:
+    """The shipped answerability and after-search models fitted for the generator ``lm``:
+    ``None`` (the bundled default) or a bundled preset name; ``None`` when no file was
+    fitted for it (another model, a framework LLM)."""
+    key = "default" if lm is None else lm if isinstance(lm, str) else None
+    files = SHIPPED_MODELS.get(key) if key is not None else None
+    if files is None:
+        return None
+    return (
+        AnswerabilityCalibrator.load(shipped=files[0]),
+        AnswerabilityCalibrator.load(shipped=files[1]),
+    )
+
+
 @dataclass(frozen=True)
 class AnswerabilityCalibrator:
     """``P(answer right | diagnostics) = sigmoid(bias + sum_i w_i * (x_i - mean_i) / scale_i)``.
@@ -280,8 +302,10 @@ def expected_calibration_error(
 __all__ = [
     "AFTER_SEARCH_FILE",
     "DEFAULT_FILE",
+    "SHIPPED_MODELS",
     "AnswerabilityCalibrator",
     "brier_score",
     "expected_calibration_error",
     "reliability_bins",
+    "shipped_pair",
 ]

@@ -133,14 +133,18 @@ def default_verify(lm: Any, *, refitted: bool) -> str:
     """The ``verify`` mode of a controller built without one: ``"auto"`` where the fitted
     models know the generator, ``"always"`` where they do not.
 
-    The shipped answerability and after-search files are fitted on the bundled LM's
+    The shipped answerability and after-search files are fitted on a bundled LM's
     episodes, so they can say that no verifier reply matters only for that LM (``lm`` is
-    ``None``) or for models refitted on the user's own generator (``refitted``). With any
-    other LM (a LangChain or LlamaIndex LLM, another local model) the verifier runs at
+    ``None`` or a preset of :data:`~neocorrag_core.belief.calibrator.SHIPPED_MODELS`) or
+    for models refitted on the user's own generator (``refitted``). With any other LM (a
+    LangChain or LlamaIndex LLM, another local model) the verifier runs at
     every measured step, as in the paper, so its corrections are not skipped on the word
     of models fitted for another generator.
     """
-    return "auto" if lm is None or refitted else "always"
+    from .calibrator import SHIPPED_MODELS
+
+    known = lm is None or (isinstance(lm, str) and lm in SHIPPED_MODELS)
+    return "auto" if known or refitted else "always"
 
 
 def config_with_default_verify(

@@ -20,7 +20,7 @@ from neocorrag_core.errors import ConfigError, InputError, ModelCallError, Neoco
 from neocorrag_core.models import LazyModels
 from neocorrag_core.search_calls import AsyncSearchFn, SearchFn, acall_search, call_search
 
-from .calibrator import AFTER_SEARCH_FILE, AnswerabilityCalibrator
+from .calibrator import AFTER_SEARCH_FILE, AnswerabilityCalibrator, shipped_pair
 from .components import (
     AnswerGenerator,
     DraftAnswer,
@@ -142,14 +142,19 @@ class BeliefController:
         ``models``: a :class:`~neocorrag_core.models.LazyModels` to share with another
         engine. ``options`` go to :func:`~neocorrag_core.belief.defaults.default_components`
         (``budget``, ``triple_source``, ``show_progress``). Nothing loads until the first
-        episode needs it. Without ``config``, ``verify`` is ``"auto"`` for the bundled LM
-        or refitted models and ``"always"`` for any other LM
+        episode needs it. Without ``calibrator`` and ``after_search``, a bundled LM preset
+        gets the models fitted on its own episodes
+        (:data:`~neocorrag_core.belief.calibrator.SHIPPED_MODELS`), any other LM the
+        default LM's. Without ``config``, ``verify`` is ``"auto"`` for a bundled LM with
+        fitted files or refitted models and ``"always"`` for any other LM
         (:func:`~neocorrag_core.belief.config.default_verify`).
         """
         from .defaults import default_components
 
         refitted = calibrator is not None or after_search is not None
         config = config_with_default_verify(config, lm, refitted=refitted)
+        if not refitted and (pair := shipped_pair(lm)) is not None:
+            calibrator, after_search = pair
         parts = default_components(lm, embedder, models=models, config=config, **options)
         return cls(
             **parts.as_kwargs(), calibrator=calibrator, after_search=after_search, config=config

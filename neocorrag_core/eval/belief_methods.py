@@ -43,6 +43,7 @@ from neocorrag_core.belief import (
     default_components,
 )
 from neocorrag_core.belief.answer import ANSWER_PROMPT_VERSION, LMAnswerGenerator
+from neocorrag_core.belief.calibrator import shipped_pair
 from neocorrag_core.belief.verifier import VERIFIER_PROMPT_VERSION
 from neocorrag_core.belief.writer import REWRITE_PROMPT_VERSION
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, SearchFn
@@ -253,12 +254,13 @@ def _shared(context: BuildContext) -> Shared:
             writer=components.writer,
             relevance=components.relevance,
         )
-    shared = Shared(
-        components,
+    # The generator's own fitted models when they are shipped (a bundled reader preset),
+    # else the default LM's.
+    pair = shipped_pair(None if context.reader == "default" else context.reader) or (
         AnswerabilityCalibrator.load(),
         AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE),
-        config,
     )
+    shared = Shared(components, pair[0], pair[1], config)
     context.shared["belief"] = shared
     return shared
 

@@ -80,6 +80,9 @@ class BuildContext:
     """BeliefConfig fields changed for the evidence-state controller's methods."""
     reader_lm: Any = None
     """The run's reader LM (the answering model of methods that answer by themselves)."""
+    reader: str = "default"
+    """The ``--reader`` spec the reader LM was resolved from (picks the belief methods'
+    fitted models, :data:`~neocorrag_core.belief.calibrator.SHIPPED_MODELS`)."""
     shared: dict[str, Any] = field(default_factory=dict)
 
 

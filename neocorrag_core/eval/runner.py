@@ -401,6 +401,7 @@ def build_components(
             evireform_overrides=dict(settings.evireform_overrides),
             belief_overrides=dict(settings.belief_overrides),
             reader_lm=None if no_reader else reader_lm,
+            reader=settings.reader,
         )
         methods = build_methods(settings.methods, context)
     reader: Reader | NoReader = (

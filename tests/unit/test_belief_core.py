@@ -314,3 +314,25 @@ def test_bad_config_values_raise_config_errors(field, value):
         BeliefConfig(**{field: value})
     with pytest.raises(ConfigError, match="unknown"):
         BeliefConfig().with_overrides(nope=1)
+
+
+def test_the_shipped_models_are_picked_for_the_generator_they_were_fitted_on():
+    from neocorrag_core.belief import BeliefController, default_verify
+    from neocorrag_core.belief.calibrator import SHIPPED_MODELS, shipped_pair
+
+    default = shipped_pair(None)
+    assert default is not None
+    assert default[0].version == AnswerabilityCalibrator.load().version
+    # Another model, or a framework LLM object: no file was fitted for it.
+    assert shipped_pair("some/other-model") is None and shipped_pair(object()) is None
+    assert default_verify("some/other-model", refitted=False) == "always"
+    assert default_verify("some/other-model", refitted=True) == "auto"
+    for preset, (answerability, after) in SHIPPED_MODELS.items():
+        pair = shipped_pair(None if preset == "default" else preset)
+        assert pair is not None
+        assert pair[0].version == AnswerabilityCalibrator.load(shipped=answerability).version
+        assert pair[1].version == AnswerabilityCalibrator.load(shipped=after).version
+        assert default_verify(None if preset == "default" else preset, refitted=False) == "auto"
+        built = BeliefController.from_models(None if preset == "default" else preset)
+        assert built.calibrator.version == pair[0].version  # nothing loads but the files
+        assert built.after_search.version == pair[1].version
