@@ -182,14 +182,20 @@ def test_the_fitted_retrieval_value_searches_only_when_a_search_is_expected_to_p
     assert futile.steps[-1].retrieval_value == 0.0
 
 
+def quiet_controller(verifier: Verifier) -> BeliefController:
+    """Default settings; answerability and the after-search chance are 0.2 whatever the
+    verifier says, so no reply of it can change a decision."""
+    return BeliefController(
+        verifier=verifier, generator=Generator(), writer=Writer(), relevance=Relevance(),
+        calibrator=constant(0.2), after_search=constant(0.2), config=BeliefConfig(),
+    )  # fmt: skip
+
+
 def test_the_verifier_is_not_called_when_no_reply_could_change_the_decision():
     # Answerability and the after-search chance are constant (0.2): whatever the verifier
     # says, the controller stops after the first search, so the default does not ask it.
     verifier = Verifier()
-    quiet = BeliefController(
-        verifier=verifier, generator=Generator(), writer=Writer(), relevance=Relevance(),
-        calibrator=constant(0.2), after_search=constant(0.2), config=BeliefConfig(),
-    )  # fmt: skip
+    quiet = quiet_controller(verifier)
     result = quiet.run(QUESTION, Retriever(first=(HOP1, HOP2)))
     assert verifier.calls == 0
     assert actions(result) == [Action.RETRIEVE, Action.STOP] and result.answer == "Stanley"
@@ -208,10 +214,7 @@ def test_the_verifier_is_not_called_when_no_reply_could_change_the_decision():
 def test_a_skipped_verifier_also_skips_the_correction():
     # The misleading passage would be flagged, but no search can pay for its replacement.
     verifier = Verifier()
-    quiet = BeliefController(
-        verifier=verifier, generator=Generator(), writer=Writer(), relevance=Relevance(),
-        calibrator=constant(0.2), after_search=constant(0.2), config=BeliefConfig(),
-    )  # fmt: skip
+    quiet = quiet_controller(verifier)
     result = quiet.run(QUESTION, Retriever())
     assert verifier.calls == 0 and Action.VERIFY not in actions(result)
     # Prune-only corrections need no search, so there the verifier is asked.
