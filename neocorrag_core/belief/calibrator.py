@@ -35,6 +35,7 @@ fitted part of the retrieval value (:func:`~neocorrag_core.belief.rules.retrieva
 
 SHIPPED_MODELS: dict[str, tuple[str, str]] = {
     "default": (DEFAULT_FILE, AFTER_SEARCH_FILE),
+    "qwen-1.5b": ("answerability-qwen-1.5b.json", "after_search-qwen-1.5b.json"),
 }
 """Bundled generator preset (``resolve_lm`` name) -> its (answerability, after-search)
 files in ``neocorrag_core/belief/data``, each fitted on that generator's own episodes

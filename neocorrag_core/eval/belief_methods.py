@@ -254,12 +254,7 @@ def _shared(context: BuildContext) -> Shared:
             writer=components.writer,
             relevance=components.relevance,
         )
-    # The generator's own fitted models when they are shipped (a bundled reader preset),
-    # else the default LM's.
-    pair = shipped_pair(None if context.reader == "default" else context.reader) or (
-        AnswerabilityCalibrator.load(),
-        AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE),
-    )
+    pair = fitted_models(context.reader)
     shared = Shared(components, pair[0], pair[1], config)
     context.shared["belief"] = shared
     return shared
@@ -274,16 +269,26 @@ def _chain_verifier(shared: Shared, context: BuildContext) -> Any:
     return ChainEvidenceVerifier(inner, context.miner)
 
 
-def method_version(name: str) -> str:
+def fitted_models(reader: str) -> tuple[AnswerabilityCalibrator, AnswerabilityCalibrator]:
+    """The answerability and after-search models of a run whose generator is the reader
+    preset ``reader``: its own shipped pair when one is fitted, else the default LM's."""
+    return shipped_pair(None if reader == "default" else reader) or (
+        AnswerabilityCalibrator.load(),
+        AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE),
+    )
+
+
+def method_version(name: str, reader: str = "default") -> str:
     """What a cached record of ``name`` depends on beyond the run settings: the prompt
-    versions it uses and, for the controller, the shipped calibrator's version (so
-    refitting the calibrator or changing a prompt reruns the records it changes)."""
+    versions it uses and, for the controller, the versions of the fitted models its
+    generator (``reader``) uses (so refitting them, or fitting a pair for that reader,
+    or changing a prompt reruns the records it changes)."""
     parts = [ANSWER_PROMPT_VERSION]
     if name not in ("closed-book", "single-shot"):
         parts += [VERIFIER_PROMPT_VERSION, REWRITE_PROMPT_VERSION]
     if name.startswith("belief"):
-        parts.append(f"calibrator {AnswerabilityCalibrator.load().version}")
-        after = AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE)
+        calibrator, after = fitted_models(reader)
+        parts.append(f"calibrator {calibrator.version}")
         parts.append(f"after-search {after.version}")
         if ABLATIONS.get(name, {}).get("verify", "auto") == "auto":
             parts.append(VERIFY_GATE_VERSION)
@@ -323,5 +328,6 @@ __all__ = [
     "belief_output",
     "build",
     "first_round_search",
+    "fitted_models",
     "method_version",
 ]

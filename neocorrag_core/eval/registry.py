@@ -11,6 +11,7 @@ way, which keeps ``neocorrag_core`` free of any framework import).
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,8 +37,9 @@ class MethodSpec:
     requires: str = ""
     """What to install when the factory's imports fail (shown in the error)."""
     version: str = ""
-    """``"package.module:function"`` taking the method name and returning the version of
-    what the method's records depend on beyond the run settings (its prompts, a shipped
+    """``"package.module:function"`` taking the method name (and, when it has a ``reader``
+    parameter, the run's ``--reader`` as ``reader=``) and returning the version of what
+    the method's records depend on beyond the run settings (its prompts, a shipped
     coefficient file); a cached record of another version is run again. Empty: none."""
 
     def _resolve(self, ref: str) -> Any:
@@ -55,9 +57,16 @@ class MethodSpec:
         factory: MethodFactory = self._resolve(self.factory)
         return factory
 
-    def current_version(self) -> str:
-        """The method's version now (``""`` when it declares none); cheap, loads no model."""
-        return str(self._resolve(self.version)(self.name)) if self.version else ""
+    def current_version(self, reader: str = "default") -> str:
+        """The method's version now (``""`` when it declares none) for a run with the
+        reader preset ``reader``; cheap, loads no model."""
+        if not self.version:
+            return ""
+        version_of = self._resolve(self.version)
+        # Version functions written before the reader mattered take the name only.
+        if "reader" in inspect.signature(version_of).parameters:
+            return str(version_of(self.name, reader=reader))
+        return str(version_of(self.name))
 
 
 _REFINERS = "neocorrag_core.eval.refiners"
@@ -227,11 +236,12 @@ def method_descriptions() -> dict[str, str]:
     return {name: spec.description for name, spec in available_methods().items()}
 
 
-def method_versions(names: Sequence[str]) -> dict[str, str]:
+def method_versions(names: Sequence[str], *, reader: str = "default") -> dict[str, str]:
     """The current version of each named method that declares one (see
-    :attr:`MethodSpec.version`); unknown names are left to :func:`build_methods`."""
+    :attr:`MethodSpec.version`) in a run whose reader preset is ``reader``; unknown names
+    are left to :func:`build_methods`."""
     specs = available_methods()
-    found = {name: specs[name].current_version() for name in names if name in specs}
+    found = {name: specs[name].current_version(reader) for name in names if name in specs}
     return {name: version for name, version in found.items() if version}
 
 

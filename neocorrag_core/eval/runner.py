@@ -548,7 +548,7 @@ def run_evaluation(
         raise ValueError(f"{settings.data}: no usable question ({load_report.summary()})")
     check_signature(out, settings)
     cache = ResultCache(out / "cache")
-    versions = method_versions(settings.methods)
+    versions = method_versions(settings.methods, reader=settings.reader)
     todo = _pending(examples, settings.methods, cache, versions)
     if todo:
         parts = build_components(

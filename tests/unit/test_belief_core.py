@@ -327,6 +327,10 @@ def test_the_shipped_models_are_picked_for_the_generator_they_were_fitted_on():
     assert shipped_pair("some/other-model") is None and shipped_pair(object()) is None
     assert default_verify("some/other-model", refitted=False) == "always"
     assert default_verify("some/other-model", refitted=True) == "auto"
+    # The 1.5B reader has its own fit, not the 0.5B's files under another name.
+    own = shipped_pair("qwen-1.5b")
+    assert own is not None and own[0].version != default[0].version
+    assert own[1].version != default[1].version
     for preset, (answerability, after) in SHIPPED_MODELS.items():
         pair = shipped_pair(None if preset == "default" else preset)
         assert pair is not None

@@ -128,3 +128,27 @@ def test_the_controller_version_names_its_calibrator(monkeypatch):
     assert method_version("belief-always-verify").endswith("after-search fit-test")
     # Every belief method declares its version; the refiners declare none.
     assert set(method_versions(("none", *BELIEF_METHODS))) == set(BELIEF_METHODS)
+
+
+def test_the_controller_version_follows_the_generators_own_fitted_models(monkeypatch):
+    class Fitted:
+        def __init__(self, version):
+            self.version = version
+
+    own = (Fitted("fit-1.5b"), Fitted("after-1.5b"))
+    monkeypatch.setattr(
+        belief_methods, "shipped_pair", lambda lm: own if lm == "qwen-1.5b" else None
+    )
+    monkeypatch.setattr(belief_methods.AnswerabilityCalibrator, "load", lambda **_: Fitted("d"))
+    default = method_version("belief")
+    assert "calibrator d after-search d" in default
+    # A reader with its own pair: its records carry that pair's versions, so fitting a
+    # pair for a reader reruns that reader's records and no other reader's.
+    assert "calibrator fit-1.5b after-search after-1.5b" in method_version("belief", "qwen-1.5b")
+    assert method_versions(["belief"], reader="qwen-1.5b") == {
+        "belief": method_version("belief", "qwen-1.5b")
+    }
+    assert method_version("belief", "another-lm") == default  # falls back to the default pair
+    assert belief_methods.fitted_models("qwen-1.5b") is own
+    # Methods with no fitted model do not depend on the reader's files.
+    assert method_version("iterative", "qwen-1.5b") == method_version("iterative")

@@ -84,3 +84,21 @@ def test_peer_operating_points_are_registered():
     assert {"top-2", "top-3", "top-4"} <= names
     assert {f"neocorrag-{m}" for m in ("recall", "balanced", "precise", "paper")} <= names
     assert {f"lc-embeddings-filter-{t}" for t in ("0.3", "0.4", "0.6")} <= names
+
+
+def name_only_version(name: str) -> str:
+    return f"{name} v1"
+
+
+def reader_version(name: str, reader: str = "default") -> str:
+    return f"{name} for {reader}"
+
+
+def test_version_functions_get_the_reader_only_when_they_take_it():
+    module = __name__
+    old = MethodSpec("a", "a method", f"{module}:build", version=f"{module}:name_only_version")
+    new = MethodSpec("b", "a method", f"{module}:build", version=f"{module}:reader_version")
+    assert old.current_version("qwen-1.5b") == old.current_version() == "a v1"
+    assert new.current_version() == "b for default"
+    assert new.current_version("qwen-1.5b") == "b for qwen-1.5b"
+    assert MethodSpec("c", "a method", f"{module}:build").current_version("qwen-1.5b") == ""
