@@ -12,6 +12,7 @@ from neocorrag_core.prompt_budget import (
     DEFAULT_QUESTION_TOKENS,
     DEFAULT_TITLE_TOKENS,
 )
+from neocorrag_core.rendering import CHAIN_FORMATS, ChainFormat
 from neocorrag_core.validation import check_bool, check_choice, check_int, check_number
 
 DecodingMode = Literal["beam", "rank", "none"]
@@ -124,6 +125,16 @@ class MinerConfig:
             keep mode's (only ``"paper"``).
         filter_passages: ``False`` is the ablation "w/o Document Filtering" (Table 2):
             every passage is kept (marked passthrough) and the chains are still added.
+
+    Output
+        chain_format: how the chain block handed to the reader is written.
+            ``"compact"`` (default) states each fact once: a chain's line holds only the
+            steps no earlier line stated, and a chain with nothing new gets no line;
+            ``"full"`` writes every chain whole, as the paper does; ``"none"`` hands the
+            reader no block (``result.context()`` is the kept passages; the adapters add
+            no chain document). The chains and their metadata are the same in every
+            case. Measured on the dev split, compact saved 25-35 reader tokens per
+            question at the same F1 (docs/benchmarks.md, "A compact chain block").
     """
 
     tau_node: float = 0.90
@@ -159,6 +170,8 @@ class MinerConfig:
     chain_support: bool | None = None
     filter_passages: bool = True
 
+    chain_format: ChainFormat = "compact"
+
     def __post_init__(self) -> None:
         # Types and finiteness first (ConfigError), so NaN, 2.5 beams or "no" never reach a
         # comparison that would let them through or crash deep inside a call.
@@ -179,6 +192,7 @@ class MinerConfig:
             check_bool(owner, name, getattr(self, name))
         check_bool(owner, "chain_support", self.chain_support, optional=True)
         check_choice(owner, "keep", self.keep, KEEP_MODES)
+        check_choice(owner, "chain_format", self.chain_format, CHAIN_FORMATS)
         check_choice(owner, "decoding", self.decoding, ("beam", "rank", "none"))
         check_choice(owner, "prompt_context", self.prompt_context, ("passages", "sentences"))
         check_choice(owner, "search", self.search, ("activated", "naive"))

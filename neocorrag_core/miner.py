@@ -190,6 +190,7 @@ class EvidenceChainMiner:
             dropped,
             len(candidates),
             candidates=candidates,
+            chain_format=config.chain_format,
             prompt_tokens=prompt_tokens,
             generated_tokens=generated_tokens,
             **found,
@@ -276,15 +277,7 @@ class EvidenceChainMiner:
                     top_k=config.beam_width,
                     batch_size=config.rank_batch_size,
                 )
-        chains = [
-            EvidenceChain(
-                candidates[c.index].triples,
-                candidates[c.index].text,
-                candidates[c.index].search_score,
-                c.logprob,
-            )
-            for c in output.choices
-        ]
+        chains = [replace(candidates[c.index], lm_logprob=c.logprob) for c in output.choices]
         return chains, output.prompt_tokens, output.generated_tokens
 
 

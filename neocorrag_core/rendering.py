@@ -2,15 +2,17 @@
 
 A passage is rendered ``title: text`` (the text alone when it has no title) wherever it is
 embedded, indexed, shown to a filter or read by the answering model, so a change of format
-happens here once. Depends on nothing else in the package: it reads ``title``/``text`` and
-``text`` attributes, so ``types`` can use it without an import cycle.
+happens here once. A chain is linearized ``h - r -> t <- r2 - h2`` (:func:`linearize`), and
+the chain block handed to the reader is built by :func:`render_chains`. Depends on nothing
+else in the package: it reads attributes (``title``/``text``, ``subject``/``relation``/
+``object``, ``triples``/``forward``), so ``types`` can use it without an import cycle.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 
 class TitledText(Protocol):
@@ -28,6 +30,23 @@ class HasText(Protocol):
 
     @property
     def text(self) -> str: ...
+
+
+class Fact(Protocol):
+    """A ``(subject, relation, object)`` fact (a :class:`~neocorrag_core.types.Triple`)."""
+
+    @property
+    def subject(self) -> str: ...
+
+    @property
+    def relation(self) -> str: ...
+
+    @property
+    def object(self) -> str: ...
+
+
+ChainFormat = Literal["compact", "full", "none"]
+CHAIN_FORMATS: tuple[ChainFormat, ...] = ("compact", "full", "none")
 
 
 CHAIN_BLOCK_HEADER = "Evidence chains:"
@@ -67,12 +86,74 @@ def focus_text(text: str, names: Iterable[str], max_chars: int) -> str:
     return body[: max(0, max_chars)]
 
 
-def render_chains(chains: Sequence[HasText]) -> str:
-    """A numbered block of chain texts for the answering model; '' when there are none."""
-    if not chains:
+def linearize(triples: Sequence[Fact], forward: Sequence[bool]) -> str:
+    """Chain text: ``h - r -> t - r2 -> t2``; a triple walked backwards reads ``t <- r - h``.
+
+    Each triple keeps its own direction in the text, as the design requires.
+    """
+    if not triples:
+        return ""
+    first, first_forward = triples[0], forward[0]
+    parts = [first.subject if first_forward else first.object]
+    for triple, is_forward in zip(triples, forward, strict=True):
+        if is_forward:
+            parts.append(f" - {triple.relation} -> {triple.object}")
+        else:
+            parts.append(f" <- {triple.relation} - {triple.subject}")
+    return "".join(parts)
+
+
+def _new_steps(chain: HasText, stated: set[tuple[str, str, str]]) -> str:
+    """The parts of ``chain`` whose facts are not in ``stated``, each a linearized run of
+    consecutive new steps starting at the node it shares with what came before, joined by
+    ``"; "``; '' when every fact was stated. Adds the chain's facts to ``stated``.
+
+    A chain without its walk directions (``forward``) is shown whole, unless an earlier
+    line showed the same text.
+    """
+    triples: Sequence[Fact] = getattr(chain, "triples", ())
+    forward: Sequence[bool] = getattr(chain, "forward", ())
+    if not triples or len(forward) != len(triples):
+        whole = ("", "", chain.text)
+        new = whole not in stated
+        stated.add(whole)
+        return chain.text if new else ""
+    keys = [(t.subject, t.relation, t.object) for t in triples]
+    fresh = [key not in stated for key in keys] + [False]  # the sentinel ends the last run
+    runs: list[str] = []
+    start: int | None = None
+    for i, is_new in enumerate(fresh):
+        if is_new and start is None:
+            start = i
+        elif not is_new and start is not None:
+            runs.append(linearize(triples[start:i], forward[start:i]))
+            start = None
+    stated.update(keys)
+    return "; ".join(runs)
+
+
+def render_chains(chains: Sequence[HasText], *, chain_format: ChainFormat = "full") -> str:
+    """A numbered block of chains for the answering model; '' when there are none.
+
+    ``"full"`` writes every chain's text. ``"compact"`` writes each fact once: a chain's
+    line holds only the steps no earlier line stated (from the node it shares with them),
+    and a chain whose every step was stated gets no line. Chains found by one search
+    share their first hops, so the full block repeats them on every line (five chains
+    of ``Johnnycake - located in -> McDowell County - located in -> West Virginia <- ...``
+    that differ in their last hop); compact keeps the same facts in about a third fewer
+    tokens. Lines keep the chain's number either way, so chain numbers in document
+    metadata still point at the right line. ``"none"``: no block ('').
+    """
+    if chain_format not in CHAIN_FORMATS:
+        raise ValueError(f"chain_format must be one of {CHAIN_FORMATS}, got {chain_format!r}")
+    if not chains or chain_format == "none":
         return ""
     lines = [CHAIN_BLOCK_HEADER]
-    lines.extend(f"{i}. {chain.text}" for i, chain in enumerate(chains, start=1))
+    stated: set[tuple[str, str, str]] = set()
+    for i, chain in enumerate(chains, start=1):
+        body = chain.text if chain_format == "full" else _new_steps(chain, stated)
+        if body:
+            lines.append(f"{i}. {body}")
     return "\n".join(lines)
 
 
@@ -88,9 +169,13 @@ def render_context(
 
 __all__ = [
     "CHAIN_BLOCK_HEADER",
+    "CHAIN_FORMATS",
+    "ChainFormat",
+    "Fact",
     "HasText",
     "TitledText",
     "focus_text",
+    "linearize",
     "render_chains",
     "render_context",
     "render_passage",

@@ -11,7 +11,8 @@ import numpy as np
 
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.graph import EvidenceGraph
-from neocorrag_core.types import EvidenceChain, Triple
+from neocorrag_core.rendering import linearize
+from neocorrag_core.types import EvidenceChain
 
 
 @dataclass(frozen=True)
@@ -255,24 +256,8 @@ def naive_search_paths(
     return found, stats
 
 
-def linearize(triples: Sequence[Triple], forward: Sequence[bool]) -> str:
-    """Chain text: ``h - r -> t - r2 -> t2``; a triple walked backwards reads ``t <- r - h``.
-
-    Each triple keeps its own direction in the text, as the design requires.
-    """
-    if not triples:
-        return ""
-    first, first_forward = triples[0], forward[0]
-    parts = [first.subject if first_forward else first.object]
-    for triple, is_forward in zip(triples, forward, strict=True):
-        if is_forward:
-            parts.append(f" - {triple.relation} -> {triple.object}")
-        else:
-            parts.append(f" <- {triple.relation} - {triple.subject}")
-    return "".join(parts)
-
-
 def to_chain(graph: EvidenceGraph, path: CandidatePath) -> EvidenceChain:
     """Turn a scored path into an :class:`EvidenceChain` with its linearized text."""
     triples = tuple(graph.triples[i] for i in path.triple_indices)
-    return EvidenceChain(triples, linearize(triples, path.forward), path.score)
+    forward = tuple(path.forward)
+    return EvidenceChain(triples, linearize(triples, forward), path.score, forward=forward)

@@ -13,7 +13,7 @@ from typing import Any
 
 from neocorrag_core.cost import Cost
 from neocorrag_core.errors import InputError
-from neocorrag_core.rendering import render_chains, render_context
+from neocorrag_core.rendering import ChainFormat, render_chains, render_context
 
 
 @dataclass(frozen=True)
@@ -78,13 +78,16 @@ class EvidenceChain:
 
     ``text`` is exactly the candidate string the decoder chose, byte for byte.
     ``lm_logprob`` is the length-normalized log-probability the LM gave it
-    (``None`` when decoding was ``"none"``).
+    (``None`` when decoding was ``"none"``). ``forward`` says, per triple, whether the path
+    walks it subject -> object (``True``) or backwards; it is ``()`` for a chain built
+    outside the search, which the compact chain block then shows whole.
     """
 
     triples: tuple[Triple, ...]
     text: str
     search_score: float
     lm_logprob: float | None = None
+    forward: tuple[bool, ...] = ()
 
     @property
     def source_ids(self) -> frozenset[str]:
@@ -182,6 +185,8 @@ class MiningResult(Cost):
     notes: list[str] = field(default_factory=list)
     """Budgets that changed what this call did: a search that hit its work cap, a decoding
     prompt that could not fit (decoding then took the search order)."""
+    chain_format: ChainFormat = "compact"
+    """How :attr:`chain_text` writes the chains (``MinerConfig.chain_format``)."""
 
     @property
     def passages(self) -> list[Passage]:
@@ -191,7 +196,7 @@ class MiningResult(Cost):
     @property
     def chain_text(self) -> str:
         """The chains rendered as a short block for the answering model ('' when none)."""
-        return render_chains(self.chains)
+        return render_chains(self.chains, chain_format=self.chain_format)
 
     def context(self, *, chains_first: bool = True) -> str:
         """Answer-ready context: the chain block and the kept passages."""

@@ -18,12 +18,11 @@ question; a method that reuses it reports the loop's tokens and seconds as its c
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
+from neocorrag_core.config import MinerConfig
+from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, config_digest
 from neocorrag_core.evireform import (
     EvidenceReformulator,
     ReformulationConfig,
@@ -155,11 +154,11 @@ anchors in that top-k, ``chains-2``; one anchor per title, ``chains-3``)."""
 
 def method_version(name: str) -> str:
     """What a cached record of ``name`` depends on beyond the run settings: the rules
-    version and a digest of the default configuration with the method's own changes (so a
+    version and a digest of the default configurations with the method's own changes (so a
     changed default reruns the records it changes)."""
     config = ReformulationConfig().with_overrides(**VARIANTS.get(name, {}))
-    digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()
-    return f"{RULES_VERSION} config {digest[:12]}"
+    # The default miner config too: its chain block is part of what the reader sees.
+    return f"{RULES_VERSION} config {config_digest(config, MinerConfig())}"
 
 
 def build(name: str, context: BuildContext) -> EviReformMethod:

@@ -5,7 +5,10 @@
 * ``neocorrag-beam`` / ``-rank`` / ``-none``: the miner with that decoding mode; its
   kept passages plus the evidence chain block.
 * ``neocorrag-recall`` / ``-balanced`` / ``-precise`` / ``-paper``: the miner at each
-  setting of the recall/noise dial (``MinerConfig.keep``), default decoding.
+  setting of the recall/noise dial (``MinerConfig.keep``), default decoding;
+  ``neocorrag-recall-full-chains``: the default with the paper's full chain block
+  (``chain_format="full"``) and ``neocorrag-recall-no-chains`` without a chain block
+  (``"none"``), to measure what the compact block saves and what the block buys.
 * Ablations of the paper's Table 2, all with beam decoding:
   ``ablation-naive-search`` (``MinerConfig.search="naive"``),
   ``ablation-free-decoding`` (beam search without the trie, see
@@ -18,8 +21,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from neocorrag_core.config import KEEP_MODES
-from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
+from neocorrag_core.config import KEEP_MODES, MinerConfig
+from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, config_digest
 from neocorrag_core.generation import input_ids_tensor, neutral_settings
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.refine import passthrough, refine_passages
@@ -33,8 +36,18 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
     **{f"neocorrag-{mode}": {"keep": mode} for mode in KEEP_MODES},
     "ablation-naive-search": {"decoding": "beam", "search": "naive"},
     "ablation-no-filter": {"decoding": "beam", "filter_passages": False},
+    "neocorrag-recall-full-chains": {"keep": "recall", "chain_format": "full"},
+    "neocorrag-recall-no-chains": {"keep": "recall", "chain_format": "none"},
 }
 """The miner's per-method config overrides."""
+
+
+def method_version(name: str) -> str:
+    """What a cached record of miner method ``name`` depends on beyond the run settings:
+    a digest of the default miner configuration with the method's changes, so a changed
+    default (a keep rule, the chain block's format) reruns the records it changes."""
+    config = MinerConfig().with_overrides(**NEOCORRAG_METHODS[name])
+    return f"miner config {config_digest(config)}"
 
 
 class Truncation:
@@ -79,10 +92,11 @@ class NeocorragMethod:
     """The miner with per-method config overrides (decoding mode, ablation switches).
 
     Methods built together share ``memo``: the last mining result per question and
-    config. ``filter_passages`` only changes stage c, so ``ablation-no-filter`` reuses
-    the chains ``neocorrag-beam`` mined for the same question (decoding is
-    deterministic, so they are the chains it would mine itself) and reports that
-    call's tokens and timings as its own cost.
+    config. ``filter_passages`` only changes stage c and ``chain_format`` only the chain
+    block, so ``ablation-no-filter`` reuses the chains ``neocorrag-beam`` mined for the
+    same question, and ``neocorrag-recall-full-chains`` those of ``neocorrag-recall``
+    (decoding is deterministic, so they are the chains it would mine itself); each reports
+    that call's tokens and timings as its own cost.
     """
 
     def __init__(
@@ -98,17 +112,21 @@ class NeocorragMethod:
         self.memo = memo if memo is not None else {}
 
     def _mine(self, question: str, passages: list[Passage]) -> MiningResult:
-        filtered = {**self.overrides, "filter_passages": True}
-        key = (question, tuple(p.id for p in passages), tuple(sorted(filtered.items())))
+        # Neither switch changes the mining: stage c's ablation and the chain block's format
+        # are applied to the shared result.
+        shared = {**self.overrides, "filter_passages": True}
+        chain_format = shared.pop("chain_format", self.miner.config.chain_format)
+        key = (question, tuple(p.id for p in passages), tuple(sorted(shared.items())))
         if any(old[0] != question for old in self.memo):
             self.memo.clear()  # the runner goes question by question: keep memory flat
         result = self.memo.get(key)
         if result is None:
-            result = self.miner.mine(question, passages, **filtered)
+            result = self.miner.mine(question, passages, **shared)
             self.memo[key] = result
-            return result
+            return replace(result, chain_format=chain_format)
         # A reused result: its recorded timings, not this call's ~0 s, are the method's cost.
-        return replace(result, timings={**result.timings, "reused": 1.0})
+        timings = {**result.timings, "reused": 1.0}
+        return replace(result, timings=timings, chain_format=chain_format)
 
     def refine(self, call: MethodInput) -> MethodOutput:
         """Mine chains; the kept passages and the chain block go to the reader."""
@@ -270,4 +288,5 @@ __all__ = [
     "build_none",
     "build_truncation",
     "hop_text",
+    "method_version",
 ]

@@ -75,6 +75,14 @@ _BELIEF = "neocorrag_core.eval.belief_methods"
 _BELIEF_VERSION = f"{_BELIEF}:method_version"
 _EVIREFORM_VERSION = f"{_EVIREFORM}:method_version"
 
+
+def _miner_method(name: str, description: str) -> MethodSpec:
+    """A variant of the miner (``refiners.NEOCORRAG_METHODS``), versioned by its config."""
+    return MethodSpec(
+        name, description, f"{_REFINERS}:build_miner", version=f"{_REFINERS}:method_version"
+    )
+
+
 BUILTIN_METHODS: tuple[MethodSpec, ...] = (
     MethodSpec("none", "no refinement: the retrieved top-k", f"{_REFINERS}:build_none"),
     *(
@@ -83,32 +91,25 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         )
         for n in (2, 3, 4)
     ),
-    MethodSpec(
-        "neocorrag-beam", "neocorrag, trie-constrained beam decoding", f"{_REFINERS}:build_miner"
+    _miner_method("neocorrag-beam", "neocorrag, trie-constrained beam decoding"),
+    _miner_method("neocorrag-rank", "neocorrag, exact candidate ranking"),
+    _miner_method("neocorrag-none", "neocorrag, search scores only (no LM)"),
+    *(_miner_method(f"neocorrag-{mode}", f"neocorrag, keep={mode!r}") for mode in KEEP_MODES),
+    _miner_method(
+        "neocorrag-recall-full-chains",
+        "neocorrag, keep='recall' with the paper's full chain block (chain_format='full')",
     ),
-    MethodSpec("neocorrag-rank", "neocorrag, exact candidate ranking", f"{_REFINERS}:build_miner"),
-    MethodSpec(
-        "neocorrag-none", "neocorrag, search scores only (no LM)", f"{_REFINERS}:build_miner"
+    _miner_method(
+        "neocorrag-recall-no-chains",
+        "neocorrag, keep='recall' without a chain block (chain_format='none')",
     ),
-    *(
-        MethodSpec(f"neocorrag-{mode}", f"neocorrag, keep={mode!r}", f"{_REFINERS}:build_miner")
-        for mode in KEEP_MODES
-    ),
-    MethodSpec(
-        "ablation-naive-search",
-        "neocorrag-beam with naive chain search (Table 2)",
-        f"{_REFINERS}:build_miner",
-    ),
+    _miner_method("ablation-naive-search", "neocorrag-beam with naive chain search (Table 2)"),
     MethodSpec(
         "ablation-free-decoding",
         "neocorrag-beam without constrained decoding (Table 2)",
         f"{_REFINERS}:build_free_decoding",
     ),
-    MethodSpec(
-        "ablation-no-filter",
-        "neocorrag-beam without document filtering (Table 2)",
-        f"{_REFINERS}:build_miner",
-    ),
+    _miner_method("ablation-no-filter", "neocorrag-beam without document filtering (Table 2)"),
     MethodSpec(
         "evireform",
         "EviReform: residual queries, mixing, propagation",

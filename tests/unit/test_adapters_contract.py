@@ -181,7 +181,14 @@ def test_metadata_says_why_each_document_was_kept_and_which_chains_it_supports(h
     chain_meta = h.metadata(out[0])
     chains = chain_meta["neocorrag_chains"]
     assert [c["number"] for c in chains] == list(range(1, len(chains) + 1))
-    assert all(f"{c['number']}. {c['text']}" in h.text(out[0]) for c in chains)
+    # The compact block (default) states every fact of every chain; the first chain whole.
+    block = h.text(out[0])
+    assert block.splitlines()[1] == f"1. {chains[0]['text']}"
+    for chain in chains:
+        for t in chain["triples"]:
+            assert t["subject"] in block and t["relation"] in block and t["object"] in block
+    full = h.run(make(h, miner_config={**MINER_CONFIG, "chain_format": "full"}), h.docs(), QUERY)
+    assert all(f"{c['number']}. {c['text']}" in h.text(full[0]) for c in chains)
     assert chain_meta["neocorrag_dropped_ids"] == DROPPED_IDS
     assert chain_meta["neocorrag_dropped_ranks"] == [3, 5]
     assert chain_meta["neocorrag_num_candidates"] >= len(chains)

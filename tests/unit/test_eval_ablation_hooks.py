@@ -99,3 +99,30 @@ def test_no_filter_ablation_reuses_the_beam_chains(tiny_lm):
     assert second.prompt_tokens == first.prompt_tokens
     assert second.info["reused_chains"] and not first.info["reused_chains"]
     assert second.timings == first.timings  # the mining cost, not the ~0 s of the reuse
+
+
+def test_chain_block_variants_reuse_one_mining_and_differ_only_in_the_block():
+    from neocorrag_core.eval import BuildContext, MethodInput, build_methods
+
+    passages = [
+        Passage("p1", "t1", metadata={"triples": [["Van Hook Township", "in", "Mountrail"]]}),
+        Passage("p2", "t2", metadata={"triples": [["Paris", "capital of", "France"]]}),
+        Passage("p3", "t3", metadata={"triples": [["Mountrail", "capital", "Stanley"]]}),
+    ]
+    miner = EvidenceChainMiner(
+        MinerConfig(tau_edge=0.1, tau_boost=0.1, top_n=1), embedder=bag_of_words_embedder()
+    )
+    calls = []
+    original = miner.mine
+    miner.mine = lambda *a, **kw: calls.append(kw) or original(*a, **kw)
+    names = ["neocorrag-recall", "neocorrag-recall-full-chains", "neocorrag-recall-no-chains"]
+    compact, full, none = build_methods(names, BuildContext(miner))
+    question = "What is the capital of Mountrail where Van Hook Township is?"
+    call = MethodInput(question, passages, lambda query, k: passages[:k], len(passages))
+    outputs = [m.refine(call) for m in (compact, full, none)]
+    assert len(calls) == 1 and "chain_format" not in calls[0]
+    assert len({tuple(p.id for p in o.passages) for o in outputs}) == 1
+    assert outputs[1].chain_text.startswith("Evidence chains:\n1. ")
+    assert len(outputs[0].chain_text) <= len(outputs[1].chain_text)
+    assert outputs[2].chain_text == ""
+    assert outputs[1].info["reused_chains"] and outputs[2].info["reused_chains"]

@@ -102,3 +102,17 @@ def test_version_functions_get_the_reader_only_when_they_take_it():
     assert new.current_version() == "b for default"
     assert new.current_version("qwen-1.5b") == "b for qwen-1.5b"
     assert MethodSpec("c", "a method", f"{module}:build").current_version("qwen-1.5b") == ""
+
+
+def test_miner_methods_are_versioned_by_their_config(monkeypatch):
+    from neocorrag_core.eval import refiners
+    from neocorrag_core.eval.registry import method_versions
+
+    names = ["none", "neocorrag-recall", "neocorrag-recall-full-chains"]
+    versions = method_versions(names)
+    assert "none" not in versions  # no config behind it
+    assert versions["neocorrag-recall"].startswith("miner config ")
+    assert versions["neocorrag-recall"] != versions["neocorrag-recall-full-chains"]
+    # A changed default reruns the records of a method that does not override it.
+    monkeypatch.setitem(refiners.NEOCORRAG_METHODS, "neocorrag-recall", {"chain_format": "full"})
+    assert method_versions(names)["neocorrag-recall"] == versions["neocorrag-recall-full-chains"]

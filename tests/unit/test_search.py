@@ -9,9 +9,9 @@ import pytest
 
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.graph import EvidenceGraph
+from neocorrag_core.rendering import linearize
 from neocorrag_core.search import (
     activated_score,
-    linearize,
     path_score,
     search_paths,
     select_seeds,
