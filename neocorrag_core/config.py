@@ -20,6 +20,7 @@ EntityMode = Literal["auto", "ngram", "spacy"]
 SearchMode = Literal["activated", "naive"]
 PromptContext = Literal["passages", "sentences"]
 KeepMode = Literal["recall", "balanced", "precise", "paper"]
+PassageFocus = Literal["none", "linked"]
 
 _POSITIVE_INTS = (
     "max_path_length",
@@ -125,6 +126,14 @@ class MinerConfig:
             keep mode's (only ``"paper"``).
         filter_passages: ``False`` is the ablation "w/o Document Filtering" (Table 2):
             every passage is kept (marked passthrough) and the chains are still added.
+        passage_focus: ``"none"`` (default) hands on every kept passage whole;
+            ``"linked"`` cuts each passage kept below the top-N (about a query entity, a
+            bridge, chain-cited) to its lead sentence and the sentences naming a question
+            entity, an entity it shares with another kept passage or an entity of a chosen
+            chain's triple it supplied (:mod:`neocorrag_core.focus`); the cut ones keep
+            their whole text in ``KeptPassage.full_text``. Fewer reader tokens, and a
+            sentence that only says "He died in 1873" is lost: measured in
+            docs/benchmarks.md ("Cutting linked passages to their evidence sentences").
 
     Output
         chain_format: how the chain block handed to the reader is written.
@@ -169,6 +178,7 @@ class MinerConfig:
     top_n: int | None = None
     chain_support: bool | None = None
     filter_passages: bool = True
+    passage_focus: PassageFocus = "none"
 
     chain_format: ChainFormat = "compact"
 
@@ -193,6 +203,7 @@ class MinerConfig:
         check_bool(owner, "chain_support", self.chain_support, optional=True)
         check_choice(owner, "keep", self.keep, KEEP_MODES)
         check_choice(owner, "chain_format", self.chain_format, CHAIN_FORMATS)
+        check_choice(owner, "passage_focus", self.passage_focus, ("none", "linked"))
         check_choice(owner, "decoding", self.decoding, ("beam", "rank", "none"))
         check_choice(owner, "prompt_context", self.prompt_context, ("passages", "sentences"))
         check_choice(owner, "search", self.search, ("activated", "naive"))

@@ -12,6 +12,7 @@ from neocorrag_core.config import MinerConfig
 from neocorrag_core.diagnosis import loss_stages
 from neocorrag_core.entities import QueryEntityExtractor
 from neocorrag_core.errors import InputError
+from neocorrag_core.focus import focus_kept
 from neocorrag_core.generation import text_token_ids
 from neocorrag_core.graph import EvidenceGraph
 from neocorrag_core.links import link_passages
@@ -183,6 +184,9 @@ class EvidenceChainMiner:
                 max_hops=config.max_hops,
             )
             dropped = [replace(d, stage=stages.get(d.passage.id)) for d in dropped]
+            if config.passage_focus == "linked":
+                triples_of = {p.id: ts for p, ts in zip(passages, per_passage, strict=True)}
+                kept = focus_kept(kept, triples_of, entities, chains)
         return MiningResult(
             query,
             chains,

@@ -140,6 +140,9 @@ class KeptPassage:
     rank: int
     reason: KeepReason
     chain_indices: tuple[int, ...] = ()
+    full_text: str | None = None
+    """The passage's whole text when ``passage.text`` was cut to its evidence sentences
+    (``MinerConfig.passage_focus``); ``None`` when it is whole."""
 
     def explain(self) -> str:
         """One human-readable line saying why this passage is in the context."""

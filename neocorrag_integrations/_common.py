@@ -31,6 +31,7 @@ from neocorrag_integrations.metadata_keys import (
     DROPPED_IDS,
     DROPPED_RANKS,
     FALLBACK,
+    FOCUSED,
     IS_EVIDENCE_CHAINS,
     KEPT_REASON,
     NUM_CANDIDATES,
@@ -164,10 +165,12 @@ class SourceDocument:
 
 @dataclass(frozen=True)
 class KeptItem:
-    """One input document that stays: its input position and the metadata to add to its copy."""
+    """One input document that stays: its input position, the metadata to add to its copy
+    and, when the engine cut it to its evidence sentences, the text its copy gets."""
 
     index: int
     metadata: dict[str, Any]
+    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -250,7 +253,9 @@ def plan_refinement(
                 RETRIEVAL_RANK: positions[k.rank - 1] + 1,
                 CHAIN_IDS: [i + 1 for i in k.chain_indices],
                 FALLBACK: result.fallback,
+                **({FOCUSED: True} if k.full_text is not None else {}),
             },
+            text=None if k.full_text is None else k.passage.text,
         )
         for k in result.kept
     ]

@@ -153,6 +153,8 @@ class NeocorRAGCompressor(RefinerSettings, BaseDocumentCompressor):
             else:
                 kept = documents[item.index].model_copy(deep=True)
                 kept.metadata = {**kept.metadata, **item.metadata}
+                if item.text is not None:
+                    kept.page_content = item.text
                 out.append(kept)
         return out
 

@@ -194,6 +194,8 @@ class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
             original = nodes[item.index]
             node = original.node.model_copy(deep=True)
             node.metadata = {**node.metadata, **item.metadata}
+            if item.text is not None:
+                node.set_content(item.text)
             node.excluded_llm_metadata_keys = _with_keys(
                 node.excluded_llm_metadata_keys, item.metadata
             )

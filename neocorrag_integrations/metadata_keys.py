@@ -33,6 +33,9 @@ NUM_CANDIDATES = "neocorrag_num_candidates"
 """On the chain document: how many candidate chains the search found."""
 TIMINGS = "neocorrag_timings"
 """On the chain document: seconds per engine stage."""
+FOCUSED = "neocorrag_focused"
+"""``True`` on a document whose text was cut to its evidence sentences
+(``miner_config={"passage_focus": "linked"}``); absent on whole documents."""
 
 REFINEMENT_KEYS = (
     KEPT_REASON,
@@ -45,6 +48,7 @@ REFINEMENT_KEYS = (
     DROPPED_IDS,
     NUM_CANDIDATES,
     TIMINGS,
+    FOCUSED,
 )
 """Every metadata key the compressor and the postprocessor may add."""
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from neocorrag_core.config import MinerConfig
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, config_digest
+from neocorrag_core.eval.refiners import MINER_OUTPUT_VERSION
 from neocorrag_core.evireform import (
     EvidenceReformulator,
     ReformulationConfig,
@@ -154,11 +154,12 @@ anchors in that top-k, ``chains-2``; one anchor per title, ``chains-3``)."""
 
 def method_version(name: str) -> str:
     """What a cached record of ``name`` depends on beyond the run settings: the rules
-    version and a digest of the default configurations with the method's own changes (so a
-    changed default reruns the records it changes)."""
+    version, the miner's output version (its chain block reaches the reader) and a digest
+    of the default configuration with the method's own changes (so a changed default
+    reruns the records it changes)."""
     config = ReformulationConfig().with_overrides(**VARIANTS.get(name, {}))
-    # The default miner config too: its chain block is part of what the reader sees.
-    return f"{RULES_VERSION} config {config_digest(config, MinerConfig())}"
+    # The miner's output version too: its chain block is part of what the reader sees.
+    return f"{RULES_VERSION} {MINER_OUTPUT_VERSION} config {config_digest(config)}"
 
 
 def build(name: str, context: BuildContext) -> EviReformMethod:

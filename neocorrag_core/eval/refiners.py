@@ -8,7 +8,9 @@
   setting of the recall/noise dial (``MinerConfig.keep``), default decoding;
   ``neocorrag-recall-full-chains``: the default with the paper's full chain block
   (``chain_format="full"``) and ``neocorrag-recall-no-chains`` without a chain block
-  (``"none"``), to measure what the compact block saves and what the block buys.
+  (``"none"``), to measure what the compact block saves and what the block buys;
+  ``neocorrag-recall-focused`` (``-no-chains``): the linked passages cut to their evidence
+  sentences (``passage_focus="linked"``), with the compact block (without a block).
 * Ablations of the paper's Table 2, all with beam decoding:
   ``ablation-naive-search`` (``MinerConfig.search="naive"``),
   ``ablation-free-decoding`` (beam search without the trie, see
@@ -17,12 +19,13 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 from typing import Any
 
-from neocorrag_core.config import KEEP_MODES, MinerConfig
-from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, config_digest
+from neocorrag_core.config import KEEP_MODES
+from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
 from neocorrag_core.generation import input_ids_tensor, neutral_settings
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.refine import passthrough, refine_passages
@@ -38,16 +41,26 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
     "ablation-no-filter": {"decoding": "beam", "filter_passages": False},
     "neocorrag-recall-full-chains": {"keep": "recall", "chain_format": "full"},
     "neocorrag-recall-no-chains": {"keep": "recall", "chain_format": "none"},
+    "neocorrag-recall-focused": {"keep": "recall", "passage_focus": "linked"},
+    "neocorrag-recall-focused-no-chains": {
+        "keep": "recall",
+        "passage_focus": "linked",
+        "chain_format": "none",
+    },
 }
 """The miner's per-method config overrides."""
 
 
+MINER_OUTPUT_VERSION = "miner-1"
+"""Bumped when a default of the miner changes what it hands the reader (a keep rule, the
+chain block), so the cached records of every miner method rerun; a new setting that is
+off by default needs no bump. ``miner-1``: the compact chain block."""
+
+
 def method_version(name: str) -> str:
     """What a cached record of miner method ``name`` depends on beyond the run settings:
-    a digest of the default miner configuration with the method's changes, so a changed
-    default (a keep rule, the chain block's format) reruns the records it changes."""
-    config = MinerConfig().with_overrides(**NEOCORRAG_METHODS[name])
-    return f"miner config {config_digest(config)}"
+    :data:`MINER_OUTPUT_VERSION` and the method's own config changes."""
+    return f"{MINER_OUTPUT_VERSION} {json.dumps(NEOCORRAG_METHODS[name], sort_keys=True)}"
 
 
 class Truncation:
@@ -278,6 +291,7 @@ def build_free_decoding(name: str, context: BuildContext) -> FreeDecodingAblatio
 
 
 __all__ = [
+    "MINER_OUTPUT_VERSION",
     "NEOCORRAG_METHODS",
     "FreeDecodingAblation",
     "NeocorragMethod",

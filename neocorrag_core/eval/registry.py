@@ -103,6 +103,14 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         "neocorrag-recall-no-chains",
         "neocorrag, keep='recall' without a chain block (chain_format='none')",
     ),
+    _miner_method(
+        "neocorrag-recall-focused",
+        "neocorrag, keep='recall' with linked passages cut to their evidence sentences",
+    ),
+    _miner_method(
+        "neocorrag-recall-focused-no-chains",
+        "neocorrag-recall-focused without a chain block",
+    ),
     _miner_method("ablation-naive-search", "neocorrag-beam with naive chain search (Table 2)"),
     MethodSpec(
         "ablation-free-decoding",

@@ -507,3 +507,28 @@ def test_keep_dial_reaches_the_engine_and_the_metadata(h):
     assert [r for r in reasons.values() if r == "top_n"] == ["top_n", "top_n"]
     with pytest.raises(ValueError):
         make(h, keep="everything")
+
+
+def test_linked_documents_can_be_cut_to_their_evidence_sentences(h):
+    from neocorrag_integrations.metadata_keys import FOCUSED
+
+    long_p4 = (
+        "Mountrail County is a county in North Dakota. The county seat of Mountrail County is "
+        "Stanley. The region grows wheat and barley."
+    )
+    corpus = [(pid, t, long_p4 if pid == "p4" else x, tr) for pid, t, x, tr in CORPUS]
+    focused = make(h, miner_config={**MINER_CONFIG, "passage_focus": "linked"})
+    out = h.run(focused, h.docs(corpus), QUERY)
+    by_id = {h.id(d): d for d in out[1:]}
+    assert list(by_id) == KEPT_IDS
+    # p4 is kept below the top-2 (it supplies the chain's second hop): its lead and the
+    # sentence naming the chain's entities stay, the crop sentence goes.
+    assert h.text(by_id["p4"]) == (
+        "Mountrail County is a county in North Dakota. The county seat of Mountrail County is "
+        "Stanley."
+    )
+    assert h.metadata(by_id["p4"])[FOCUSED] is True
+    assert h.text(by_id["p1"]) == CORPUS[0][2] and FOCUSED not in h.metadata(by_id["p1"])
+    # Off by default: the same documents come back whole.
+    whole = {h.id(d): d for d in h.run(make(h), h.docs(corpus), QUERY)[1:]}
+    assert h.text(whole["p4"]) == long_p4 and FOCUSED not in h.metadata(whole["p4"])

@@ -104,15 +104,16 @@ def test_version_functions_get_the_reader_only_when_they_take_it():
     assert MethodSpec("c", "a method", f"{module}:build").current_version("qwen-1.5b") == ""
 
 
-def test_miner_methods_are_versioned_by_their_config(monkeypatch):
+def test_miner_methods_are_versioned_by_output_version_and_changes(monkeypatch):
     from neocorrag_core.eval import refiners
     from neocorrag_core.eval.registry import method_versions
 
     names = ["none", "neocorrag-recall", "neocorrag-recall-full-chains"]
     versions = method_versions(names)
-    assert "none" not in versions  # no config behind it
-    assert versions["neocorrag-recall"].startswith("miner config ")
+    assert "none" not in versions  # no miner behind it
+    assert versions["neocorrag-recall"].startswith(refiners.MINER_OUTPUT_VERSION + " ")
     assert versions["neocorrag-recall"] != versions["neocorrag-recall-full-chains"]
-    # A changed default reruns the records of a method that does not override it.
-    monkeypatch.setitem(refiners.NEOCORRAG_METHODS, "neocorrag-recall", {"chain_format": "full"})
-    assert method_versions(names)["neocorrag-recall"] == versions["neocorrag-recall-full-chains"]
+    # A bumped output version (a changed default) reruns every miner method's records.
+    monkeypatch.setattr(refiners, "MINER_OUTPUT_VERSION", "miner-test")
+    bumped = method_versions(names)
+    assert all(bumped[n] != versions[n] for n in versions)

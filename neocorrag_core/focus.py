@@ -1,0 +1,88 @@
+"""Stage c, optional last step: cut the passages kept by a link to their evidence sentences.
+
+The keep rules (:mod:`neocorrag_core.refine`) decide *which* passages stay; a passage kept
+below the top-N because it is about a query entity or bridges to a kept one is usually a
+whole encyclopedia paragraph of which one or two sentences carry the hop. On the dev
+split those passages were a fifth to a third of the reader's tokens
+(docs/benchmarks.md, "A compact chain block"). ``MinerConfig(passage_focus="linked")``
+keeps of each such passage its lead sentence (what the passage is about) and the
+sentences that name a question entity, an entity it shares with another kept passage, or
+an entity of a chosen chain's triple it supplied. The top-N passages are never cut, and a
+passage is left whole when the cut would drop nothing. Pure string work on the triples
+the miner already has; no model call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+
+from neocorrag_core.graph import normalize_entity
+from neocorrag_core.links import mentions
+from neocorrag_core.rendering import split_sentences
+from neocorrag_core.types import EvidenceChain, KeepReason, KeptPassage, Triple
+
+FOCUSED_REASONS = (KeepReason.QUERY_ENTITY, KeepReason.BRIDGE, KeepReason.CHAIN)
+"""The keep reasons whose passages may be cut (never ``TOP_N`` or ``PASSTHROUGH``)."""
+
+
+def evidence_sentences(text: str, names: Iterable[str]) -> str:
+    """The lead sentence of ``text`` and every later sentence that names one of ``names``
+    (whole words, case and spacing ignored), in order, joined by single spaces."""
+    keys = {normalize_entity(n) for n in names} - {""}
+    sentences = split_sentences(text)
+    chosen = [
+        s
+        for i, s in enumerate(sentences)
+        if i == 0 or any(mentions(normalize_entity(s), key) for key in keys)
+    ]
+    return " ".join(chosen)
+
+
+def _entities(triples: Iterable[Triple]) -> set[str]:
+    return {name for t in triples for name in (t.subject, t.object)}
+
+
+def focus_kept(
+    kept: Sequence[KeptPassage],
+    triples_of: Mapping[str, Sequence[Triple]],
+    query_entities: Sequence[str],
+    chains: Sequence[EvidenceChain],
+) -> list[KeptPassage]:
+    """``kept`` with each passage kept for a :data:`FOCUSED_REASONS` reason cut to its
+    :func:`evidence_sentences`; the cut ones carry their whole text in ``full_text``.
+
+    Args:
+        kept: the refined passages (:func:`~neocorrag_core.refine.refine_passages`).
+        triples_of: each passage id's triples, as the triple source returned them.
+        query_entities: the names the miner found in the question (lower-case ones, the
+            common nouns the n-gram matcher also finds, are not names and are ignored).
+        chains: the chosen chains.
+    """
+    questions = {e for e in query_entities if any(c.isupper() or c.isdigit() for c in e)}
+    chain_triples = {t.key() for chain in chains for t in chain.triples}
+    out: list[KeptPassage] = []
+    for item in kept:
+        if item.reason not in FOCUSED_REASONS:
+            out.append(item)
+            continue
+        own = triples_of.get(item.passage.id, ())
+        elsewhere = {
+            normalize_entity(e)
+            for k in kept
+            if k.passage.id != item.passage.id
+            for e in _entities(triples_of.get(k.passage.id, ()))
+        }
+        shared = {e for e in _entities(own) if normalize_entity(e) in elsewhere}
+        cited = _entities(t for t in own if t.key() in chain_triples)
+        text = evidence_sentences(item.passage.text, questions | shared | cited)
+        if len(text) >= len(" ".join(item.passage.text.split())):
+            out.append(item)
+            continue
+        out.append(
+            replace(item, passage=replace(item.passage, text=text), full_text=item.passage.text)
+        )
+    return out
+
+
+__all__ = ["FOCUSED_REASONS", "evidence_sentences", "focus_kept"]
