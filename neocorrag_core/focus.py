@@ -14,6 +14,7 @@ the miner already has; no model call.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
@@ -61,19 +62,19 @@ def focus_kept(
     """
     questions = {e for e in query_entities if any(c.isupper() or c.isdigit() for c in e)}
     chain_triples = {t.key() for chain in chains for t in chain.triples}
+    # In how many kept passages each entity occurs: 2 or more means shared with another.
+    spread = Counter(
+        key
+        for k in kept
+        for key in {normalize_entity(e) for e in _entities(triples_of.get(k.passage.id, ()))}
+    )
     out: list[KeptPassage] = []
     for item in kept:
         if item.reason not in FOCUSED_REASONS:
             out.append(item)
             continue
         own = triples_of.get(item.passage.id, ())
-        elsewhere = {
-            normalize_entity(e)
-            for k in kept
-            if k.passage.id != item.passage.id
-            for e in _entities(triples_of.get(k.passage.id, ()))
-        }
-        shared = {e for e in _entities(own) if normalize_entity(e) in elsewhere}
+        shared = {e for e in _entities(own) if spread[normalize_entity(e)] > 1}
         cited = _entities(t for t in own if t.key() in chain_triples)
         text = evidence_sentences(item.passage.text, questions | shared | cited)
         if len(text) >= len(" ".join(item.passage.text.split())):

@@ -23,7 +23,7 @@ from neocorrag_core.search import naive_search_paths, search_paths, select_seeds
 from neocorrag_core.timing import timed
 from neocorrag_core.triples import MetadataTripleSource, TripleSource
 from neocorrag_core.triples.base import triples_per_passage
-from neocorrag_core.types import EvidenceChain, MiningResult, Passage
+from neocorrag_core.types import EvidenceChain, MiningResult, Passage, Triple
 
 logger = logging.getLogger(__name__)
 
@@ -172,9 +172,12 @@ class EvidenceChainMiner:
             )
             if not config.filter_passages:  # Table 2 ablation: chains added, nothing dropped
                 kept, dropped = passthrough(passages), []
+            triples_of: dict[str, Sequence[Triple]] = {
+                p.id: ts for p, ts in zip(passages, per_passage, strict=True)
+            }
             stages = loss_stages(
                 [d.passage for d in dropped],
-                {p.id: ts for p, ts in zip(passages, per_passage, strict=True)},
+                triples_of,
                 graph,
                 seeds.nodes,
                 triple_vecs @ query_vec,
@@ -185,7 +188,6 @@ class EvidenceChainMiner:
             )
             dropped = [replace(d, stage=stages.get(d.passage.id)) for d in dropped]
             if config.passage_focus == "linked":
-                triples_of = {p.id: ts for p, ts in zip(passages, per_passage, strict=True)}
                 kept = focus_kept(kept, triples_of, entities, chains)
         return MiningResult(
             query,

@@ -18,10 +18,12 @@ question; a method that reuses it reports the loop's tokens and seconds as its c
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, config_digest
+from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
 from neocorrag_core.eval.refiners import MINER_OUTPUT_VERSION
 from neocorrag_core.evireform import (
     EvidenceReformulator,
@@ -158,8 +160,9 @@ def method_version(name: str) -> str:
     of the default configuration with the method's own changes (so a changed default
     reruns the records it changes)."""
     config = ReformulationConfig().with_overrides(**VARIANTS.get(name, {}))
+    digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()
     # The miner's output version too: its chain block is part of what the reader sees.
-    return f"{RULES_VERSION} {MINER_OUTPUT_VERSION} config {config_digest(config)}"
+    return f"{RULES_VERSION} {MINER_OUTPUT_VERSION} config {digest[:12]}"
 
 
 def build(name: str, context: BuildContext) -> EviReformMethod:

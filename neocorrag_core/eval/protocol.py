@@ -8,8 +8,6 @@ methods from a :class:`BuildContext`; the registry (``registry``) maps names to 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -92,13 +90,6 @@ MethodFactory = Callable[[str, BuildContext], Method]
 """``factory(name, context) -> Method``: builds the method registered as ``name``."""
 
 
-def config_digest(*configs: Any) -> str:
-    """12 hex digits identifying the field values of ``configs`` (each has ``to_dict``):
-    part of a method version, so a changed default reruns the cached records it changes."""
-    state = [c.to_dict() for c in configs]
-    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:12]
-
-
 __all__ = [
     "BuildContext",
     "Method",
@@ -106,5 +97,4 @@ __all__ = [
     "MethodInput",
     "MethodOutput",
     "SearchFn",
-    "config_digest",
 ]
