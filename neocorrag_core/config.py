@@ -48,7 +48,7 @@ KEEP_MODES: dict[str, tuple[int, bool, bool, bool]] = {
 }
 """Keep mode -> (default top_n, keep chain-cited passages, keep query-entity passages, keep
 bridge passages). The operating points each mode
-reached on the dev split are in docs/benchmarks.md ("The recall/noise dial")."""
+reached on the dev split are in docs/benchmarks.md ("Refinement that keeps the evidence")."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,9 @@ class MinerConfig:
             only; ``"paper"`` is Eq. 8 as published: top-N 2 plus the passages a chosen
             chain cites. Measured on the dev split, chain-cited passages added noise but
             no gold passage the links had not kept already, so only ``"paper"`` keeps them
-            by default (docs/benchmarks.md, "The recall/noise dial").
+            by default (docs/benchmarks.md, "Refinement that keeps the evidence"). When
+            the search finds no chain, the link modes keep one more passage by rank and
+            their links; ``"paper"`` passes everything through.
         top_n: passages kept by retrieval rank alone; ``None`` (default) = the keep
             mode's (Table 5: 2).
         chain_support: keep the passages a chosen chain cites; ``None`` (default) = the
@@ -218,6 +220,13 @@ class MinerConfig:
     def keeps_chain_sources(self) -> bool:
         """``chain_support``, or the keep mode's default when it is ``None``."""
         return KEEP_MODES[self.keep][1] if self.chain_support is None else self.chain_support
+
+    @property
+    def keeps_links(self) -> bool:
+        """Whether the keep mode keeps passages by their links (query entity or bridge),
+        which need no chain."""
+        _, _, entities, bridges = KEEP_MODES[self.keep]
+        return entities or bridges
 
     def with_overrides(self, **changes: Any) -> MinerConfig:
         """A copy with some fields changed (validated like the original)."""

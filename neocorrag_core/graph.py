@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -9,19 +10,34 @@ from typing import Any
 
 from neocorrag_core.types import Triple
 
+# A run of combining diacritical marks (U+0300-U+036F) on a Basic Latin..Latin Extended-B base.
+_LATIN_ACCENTS = re.compile("(?<=[A-Za-z\u00c0-\u024f])[\u0300-\u036f]+")
 # Stripped from both ends of a name. str.strip, not a regex: "[...]+$" tried at every offset
 # of a long run of these characters is quadratic (". " * 16000 took 19 s), and passage texts
 # and questions are normalized too, not only short entity names.
 _EDGE_CHARS = " \"'`“”‘’.,;:!?()[]{}"
 
 
+def _fold_latin_accents(text: str) -> str:
+    """``text`` without the accents on Latin letters ("Aschenbrödel" -> "Aschenbrodel").
+
+    Questions and passages spell the same name with and without diacritics (MuSiQue asks
+    about "Aschenbrodel", the passage is titled "Aschenbrödel"). Only combining diacritics
+    right after a Latin letter go: in Devanagari or Arabic the marks are part of the word.
+    """
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", _LATIN_ACCENTS.sub("", unicodedata.normalize("NFD", text)))
+
+
 def normalize_entity(name: str) -> str:
-    """Matching key of an entity: NFKC, case-folded, collapsed spaces, outer punctuation stripped.
+    """Matching key of an entity: NFKC, Latin accents folded, case-folded, collapsed spaces,
+    outer punctuation stripped.
 
     Only used to decide which mentions are the same node; the surface form is kept
     for display and for the chain text.
     """
-    text = unicodedata.normalize("NFKC", name)
+    text = _fold_latin_accents(unicodedata.normalize("NFKC", name))
     text = " ".join(text.split())  # the only whitespace left is single inner spaces
     return text.strip(_EDGE_CHARS).casefold()
 

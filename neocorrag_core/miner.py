@@ -91,8 +91,9 @@ class EvidenceChainMiner:
 
         Keyword overrides change config fields for this call only, e.g.
         ``mine(q, ps, decoding="rank")``. Never returns an empty context for
-        non-empty input: when there is nothing to filter with, the passages pass
-        through unchanged and ``result.fallback`` says why.
+        non-empty input: with no triples, the passages pass through unchanged; with no
+        chain, the keep mode's link rules alone decide (``keep="paper"`` passes
+        through); ``result.fallback`` says why either way.
         """
         config = self.config.with_overrides(**overrides) if overrides else self.config
         _validate_inputs(query, passages)
@@ -148,59 +149,75 @@ class EvidenceChainMiner:
             "seed_fallback": seeds.fallback,
             "notes": notes,
         }
+
+        def refine(chains: list[EvidenceChain], top_n: int, **extra: Any) -> MiningResult:
+            """Stage c on ``chains`` (none when the search or decoding found none)."""
+            with timed(timings, "refine"):
+                links = link_passages(query, entities, passages, per_passage)
+                kept, dropped = refine_passages(
+                    passages,
+                    chains,
+                    top_n,
+                    keep=config.keep,
+                    links=links,
+                    chain_support=config.keeps_chain_sources,
+                )
+                if not config.filter_passages:  # Table 2 ablation: chains added, nothing dropped
+                    kept, dropped = passthrough(passages), []
+                triples_by_id: dict[str, Sequence[Triple]] = {
+                    p.id: ts for p, ts in zip(passages, per_passage, strict=True)
+                }
+                stages = loss_stages(
+                    [d.passage for d in dropped],
+                    triples_by_id,
+                    graph,
+                    seeds.nodes,
+                    triple_vecs @ query_vec,
+                    candidates,
+                    chains,
+                    tau_edge=config.tau_edge,
+                    max_hops=config.max_hops,
+                )
+                dropped = [replace(d, stage=stages.get(d.passage.id)) for d in dropped]
+                if config.passage_focus == "linked":
+                    kept = focus_kept(kept, triples_by_id, entities, chains)
+            return MiningResult(
+                query,
+                chains,
+                kept,
+                dropped,
+                len(candidates),
+                candidates=candidates,
+                chain_format=config.chain_format,
+                **found,
+                **extra,
+            )
+
+        # Without a chain, the keep modes that need none (query-entity and bridge links)
+        # still apply, with one more passage kept by rank: the question's entities reached
+        # no chain, so the retriever's order is trusted one step further. On the tune half
+        # that kept every gold passage that passing through kept, and raised the AID cut by
+        # 0-3 points (docs/benchmarks.md, "Keep rules without a chain"; links with the plain
+        # top-N lost 2 gold passages on MuSiQue with spaCy triples). Eq. 8 (keep="paper")
+        # needs chains, so it passes everything through. ``fallback`` says why no chain.
+        def no_chain(reason: str, **cost: Any) -> MiningResult:
+            if config.keeps_links:
+                return refine([], config.kept_top_n + 1, fallback=reason, **cost)
+            return fallback(reason, **found, **cost)
+
         if not seeds.nodes:
-            return fallback("no_seed_nodes", **found)
+            return no_chain("no_seed_nodes")
         if not candidates:
-            return fallback("no_candidate_chains", **found)
+            return no_chain("no_candidate_chains")
 
         with timed(timings, "decode"):
             chains, prompt_tokens, generated_tokens = self._decode(
                 query, entities, passages, candidates, config, notes
             )
+        cost = {"prompt_tokens": prompt_tokens, "generated_tokens": generated_tokens}
         if not chains:
-            return fallback("decoding_returned_no_chain", **found)
-
-        with timed(timings, "refine"):
-            links = link_passages(query, entities, passages, per_passage)
-            kept, dropped = refine_passages(
-                passages,
-                chains,
-                config.kept_top_n,
-                keep=config.keep,
-                links=links,
-                chain_support=config.keeps_chain_sources,
-            )
-            if not config.filter_passages:  # Table 2 ablation: chains added, nothing dropped
-                kept, dropped = passthrough(passages), []
-            triples_of: dict[str, Sequence[Triple]] = {
-                p.id: ts for p, ts in zip(passages, per_passage, strict=True)
-            }
-            stages = loss_stages(
-                [d.passage for d in dropped],
-                triples_of,
-                graph,
-                seeds.nodes,
-                triple_vecs @ query_vec,
-                candidates,
-                chains,
-                tau_edge=config.tau_edge,
-                max_hops=config.max_hops,
-            )
-            dropped = [replace(d, stage=stages.get(d.passage.id)) for d in dropped]
-            if config.passage_focus == "linked":
-                kept = focus_kept(kept, triples_of, entities, chains)
-        return MiningResult(
-            query,
-            chains,
-            kept,
-            dropped,
-            len(candidates),
-            candidates=candidates,
-            chain_format=config.chain_format,
-            prompt_tokens=prompt_tokens,
-            generated_tokens=generated_tokens,
-            **found,
-        )
+            return no_chain("decoding_returned_no_chain", **cost)
+        return refine(chains, config.kept_top_n, **cost)
 
     def decoding_prompt_ids(
         self,

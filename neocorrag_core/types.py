@@ -180,6 +180,10 @@ class MiningResult(Cost):
     dropped: list[DroppedPassage]
     num_candidates: int
     fallback: str | None = None
+    """Why no chain was found (``"no_triples"``, ``"no_seed_nodes"``,
+    ``"no_candidate_chains"``, ...), ``None`` when chains were found. With no triples the
+    input passed through; otherwise the keep mode's link rules decided (``keep="paper"``:
+    passed through)."""
     seed_fallback: str | None = None
     query_entities: list[str] = field(default_factory=list)
     seed_nodes: list[str] = field(default_factory=list)

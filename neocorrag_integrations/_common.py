@@ -178,6 +178,7 @@ class Refinement:
     """What an adapter must output for one query, framework-free.
 
     ``kept`` is in retrieval order; ``chain_text`` is ``""`` when no chain was found (then
+    the keep mode's link rules alone decide, or, with no triples or ``keep="paper"``,
     every document is kept and marked as passed through).
     """
 

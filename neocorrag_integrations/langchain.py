@@ -99,8 +99,10 @@ class NeocorRAGCompressor(RefinerSettings, BaseDocumentCompressor):
     ``neocorrag_chain_ids`` and ``neocorrag_fallback``) and, when chains were found and
     ``include_chains`` is set, one extra document holding the chains, flagged with
     ``metadata["neocorrag_evidence_chains"] = True`` and placed ``chains_position``.
-    When the documents yield no triples or no chain, every document comes back (as a copy)
-    and ``neocorrag_fallback`` says why. The documents passed in are never modified.
+    When the documents yield no triples, every document comes back (as a copy) and
+    ``neocorrag_fallback`` says why; when they yield no chain, the keep mode's link rules
+    still apply (``keep="paper"`` passes everything through) and ``neocorrag_fallback``
+    says why there is no chain. The documents passed in are never modified.
 
     Triples come from ``metadata["triples"]`` where present, else the triple store, else
     spaCy when the ``spacy`` extra is installed (stored for next time), unless

@@ -110,8 +110,10 @@ class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
     holding the chain block is added (``chains_position``), flagged with
     ``metadata["neocorrag_evidence_chains"] = True``, all of its metadata hidden from the LLM
     and the embedder, and scored with the best score of the nodes its chains came from.
-    With no triples or no chain, every node comes back (as a copy) and
-    ``neocorrag_fallback`` says why. The nodes passed in are never modified.
+    With no triples, every node comes back (as a copy) and ``neocorrag_fallback`` says
+    why; with no chain, the keep mode's link rules still apply (``keep="paper"`` passes
+    everything through) and ``neocorrag_fallback`` says why. The nodes passed in are never
+    modified.
 
     Configuration lives in pydantic fields (see ``NeocorRAGPostprocessor.model_fields``);
     a bad one raises :class:`~neocorrag_core.errors.ConfigError` at construction (also

@@ -315,7 +315,12 @@ def render_report(results: dict[str, Any]) -> str:
             "applied.",
         ]
     if fallbacks:
-        lines += ["", "Engine fallbacks (input passed through): " + "; ".join(fallbacks)]
+        lines += [
+            "",
+            "Questions without a chain (no triples: input passed through; no seed or "
+            "candidate chain: passed through under keep='paper', kept by links under the "
+            "other keep modes): " + "; ".join(fallbacks),
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -319,6 +319,19 @@ def test_a_query_that_reaches_no_chain_passes_everything_through(h):
     assert len(reasons) == 1 and reasons <= {"no_seed_nodes", "no_candidate_chains"}
 
 
+def test_a_query_that_reaches_no_chain_is_still_refined_by_the_link_rules(h):
+    docs = h.docs()
+    out = h.run(make(h, keep="recall"), docs, "Quantum chromodynamics explains gluons")
+    assert chain_docs(h, out) == []
+    # No chain: top-2 plus one more by rank, and p4, whose topic (Mountrail County) the
+    # best-ranked document names; p5 (Berlin) is linked to nothing and goes.
+    assert ids(h, out) == ids(h, docs[:4])
+    reasons = [h.metadata(d)["neocorrag_kept_reason"] for d in out]
+    assert reasons == ["top_n", "top_n", "top_n", "bridge"]
+    reasons = {h.metadata(d)["neocorrag_fallback"] for d in out}
+    assert len(reasons) == 1 and reasons <= {"no_seed_nodes", "no_candidate_chains"}
+
+
 def test_documents_without_or_with_repeated_ids_are_still_told_apart(h):
     docs = h.docs()
     if h.name == "langchain":

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import bag_of_words_embedder
 
+from neocorrag_core.eval.report import render_report
 from neocorrag_core.eval.runner import EvalSettings, run_evaluation
 from neocorrag_core.models import resolve_embedder
 
@@ -122,6 +123,11 @@ def test_run_writes_records_report_and_plots(tmp_path, tiny_lm):
     assert "| neocorrag-rank |" in report and "bootstrap" in report
     for png in ("tradeoff.png", "f1.png", "latency.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    # Questions that reached no chain are counted per method and reason.
+    results["methods"]["neocorrag-none"]["fallbacks"] = {"no_candidate_chains": 2}
+    line = render_report(results).splitlines()[-1]
+    assert line.startswith("Questions without a chain")
+    assert line.endswith("`neocorrag-none`: no_candidate_chains 2")
 
 
 def test_interrupted_run_resumes_without_recomputing(tmp_path, tiny_lm):

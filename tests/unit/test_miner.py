@@ -30,6 +30,17 @@ def make_passages() -> list[Passage]:
 QUERY = "What is the capital of the county where Van Hook Township is located?"
 
 
+def passages_without_the_hub() -> list[Passage]:
+    """``make_passages`` with p2 bordering McLean County: Mountrail County is then in two
+    passages (p1, p4), not a hub, so p4 is a bridge from p1."""
+    return [
+        replace(p, metadata={"triples": [["Lake Sakakawea", "borders", "McLean County"]]})
+        if p.id == "p2"
+        else p
+        for p in make_passages()
+    ]
+
+
 def miner_for(decoding: str, tiny_lm=None, **config) -> EvidenceChainMiner:
     """A miner on the bag-of-words embedder; the paper's keep rule (Eq. 8) unless told."""
     config.setdefault("keep", "paper")
@@ -103,12 +114,7 @@ def test_chain_passage_below_top_n_is_kept_and_noise_dropped():
 
 
 def test_default_keep_mode_keeps_the_linked_hop_and_says_where_the_rest_was_lost():
-    passages = [
-        replace(p, metadata={"triples": [["Lake Sakakawea", "borders", "McLean County"]]})
-        if p.id == "p2"
-        else p
-        for p in make_passages()
-    ]
+    passages = passages_without_the_hub()
     result = miner_for("none", keep="recall").mine(QUERY, passages)
     kept = {k.passage.id: k.reason for k in result.kept}
     # p4 ("Mountrail County - capital -> Stanley") shares Mountrail County with p1.
@@ -136,15 +142,49 @@ def test_no_triples_passes_input_through():
     assert result.passages == passages
 
 
-def test_no_candidate_chain_passes_input_through():
+def test_without_a_candidate_chain_the_paper_rule_passes_input_through():
     miner = EvidenceChainMiner(
-        MinerConfig(decoding="none", tau_edge=0.99, tau_boost=0.99),
+        MinerConfig(decoding="none", keep="paper", tau_edge=0.99, tau_boost=0.99),
         embedder=bag_of_words_embedder(),
     )
     result = miner.mine(QUERY, make_passages())
     assert result.fallback == "no_candidate_chains"
     assert len(result.passages) == 5
+    assert [k.reason for k in result.kept] == [KeepReason.PASSTHROUGH] * 5
     assert result.context()  # never empty
+
+
+def test_without_a_candidate_chain_the_link_rules_still_apply():
+    # Every triple is pruned (tau 0.99), so there is no chain; keep="recall" needs none:
+    # one more than its top-2 by rank (no chain: the retriever is trusted one step
+    # further), then p4 by its link to p1 (Mountrail County; p2 no longer shares it).
+    passages = passages_without_the_hub()
+    miner = EvidenceChainMiner(
+        MinerConfig(decoding="none", keep="recall", tau_edge=0.99, tau_boost=0.99),
+        embedder=bag_of_words_embedder(),
+    )
+    result = miner.mine(QUERY, passages)
+    assert result.fallback == "no_candidate_chains"
+    assert result.chains == [] and result.chain_text == ""
+    kept = {k.passage.id: k.reason for k in result.kept}
+    top = KeepReason.TOP_N
+    assert kept == {"p1": top, "p2": top, "p3": top, "p4": KeepReason.BRIDGE}
+    # p5 shares nothing with the question's seeds: charged to the graph, not the rule.
+    assert {d.passage.id: d.stage for d in result.dropped} == {"p5": LossStage.NOT_CONNECTED}
+    assert "refine" in result.timings
+
+
+def test_a_query_without_seed_nodes_keeps_the_top_n_and_its_links():
+    # Nothing in this question names a node: no seeds, no chain; recall keeps top-3 (its
+    # top-2 and one more), as no passage is about a query entity or linked to an anchor.
+    miner = EvidenceChainMiner(
+        MinerConfig(decoding="none", keep="recall", tau_node=0.99),
+        embedder=bag_of_words_embedder(),
+    )
+    passages = make_passages()
+    result = miner.mine("quantum chromodynamics explains gluons", passages)
+    assert result.fallback in {"no_seed_nodes", "no_candidate_chains"}
+    assert [p.id for p in result.passages] == ["p1", "p2", "p3"]
 
 
 def test_empty_passages_give_empty_result_without_loading_models():
