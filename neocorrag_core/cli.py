@@ -31,7 +31,7 @@ from neocorrag_core.errors import NeocorragError
 from neocorrag_core.formats import DataFormatError, read_json_or_lines
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.rendering import render_passages
-from neocorrag_core.types import MiningResult, Passage
+from neocorrag_core.types import KeepReason, MiningResult, Passage
 
 RULE = "=" * 78
 
@@ -153,8 +153,10 @@ def print_result(
     seed_note = f" (fallback: {result.seed_fallback})" if result.seed_fallback else ""
     w(f"Seed nodes: {', '.join(result.seed_nodes) or '-'}{seed_note}")
     w(f"Candidate chains found: {result.num_candidates}")
-    if result.fallback:
+    if result.fallback and all(k.reason is KeepReason.PASSTHROUGH for k in result.kept):
         w(f"No filtering: {result.fallback} -> the retrieved passages pass through unchanged")
+    elif result.fallback:
+        w(f"No chain ({result.fallback}): kept by rank (top-N + 1) and by links only")
     w(f"Chains chosen ({decoding}):")
     for i, chain in enumerate(result.chains, start=1):
         lm = f", LM log-prob/token {chain.lm_logprob:.2f}" if chain.lm_logprob is not None else ""

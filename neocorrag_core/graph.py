@@ -30,14 +30,17 @@ def _fold_latin_accents(text: str) -> str:
     return unicodedata.normalize("NFC", _LATIN_ACCENTS.sub("", unicodedata.normalize("NFD", text)))
 
 
-def normalize_entity(name: str) -> str:
+def normalize_entity(name: str, *, fold_accents: bool = True) -> str:
     """Matching key of an entity: NFKC, Latin accents folded, case-folded, collapsed spaces,
     outer punctuation stripped.
 
     Only used to decide which mentions are the same node; the surface form is kept
-    for display and for the chain text.
+    for display and for the chain text. ``fold_accents=False`` is the key before accents
+    were folded, which the triple store's stored entity keys still use.
     """
-    text = _fold_latin_accents(unicodedata.normalize("NFKC", name))
+    text = unicodedata.normalize("NFKC", name)
+    if fold_accents:
+        text = _fold_latin_accents(text)
     text = " ".join(text.split())  # the only whitespace left is single inner spaces
     return text.strip(_EDGE_CHARS).casefold()
 

@@ -107,8 +107,10 @@ class EvidenceChainMiner:
     def _mine(
         self, query: str, passages: list[Passage], config: MinerConfig, timings: dict[str, float]
     ) -> MiningResult:
-        def fallback(reason: str, **extra: Any) -> MiningResult:
-            return MiningResult(query, [], passthrough(passages), [], 0, fallback=reason, **extra)
+        def fallback(reason: str, num_candidates: int = 0, **extra: Any) -> MiningResult:
+            return MiningResult(
+                query, [], passthrough(passages), [], num_candidates, fallback=reason, **extra
+            )
 
         if not passages:
             return MiningResult(query, [], [], [], 0, fallback="no_passages")
@@ -203,7 +205,7 @@ class EvidenceChainMiner:
         def no_chain(reason: str, **cost: Any) -> MiningResult:
             if config.keeps_links:
                 return refine([], config.kept_top_n + 1, fallback=reason, **cost)
-            return fallback(reason, **found, **cost)
+            return fallback(reason, len(candidates), **found, **cost)
 
         if not seeds.nodes:
             return no_chain("no_seed_nodes")

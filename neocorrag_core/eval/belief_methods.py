@@ -47,6 +47,7 @@ from neocorrag_core.belief.calibrator import shipped_pair
 from neocorrag_core.belief.verifier import VERIFIER_PROMPT_VERSION
 from neocorrag_core.belief.writer import REWRITE_PROMPT_VERSION
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, SearchFn
+from neocorrag_core.eval.refiners import MINER_OUTPUT_VERSION
 from neocorrag_core.models import LazyModels
 from neocorrag_core.search_calls import call_search
 from neocorrag_core.types import Passage
@@ -292,6 +293,8 @@ def method_version(name: str, reader: str = "default") -> str:
         parts.append(f"after-search {after.version}")
         if ABLATIONS.get(name, {}).get("verify", "auto") == "auto":
             parts.append(VERIFY_GATE_VERSION)
+    if name == "belief-chains":  # its verifier reads the miner's chain block
+        parts.append(MINER_OUTPUT_VERSION)
     return " ".join(parts)
 
 

@@ -147,7 +147,8 @@ class NeocorragMethod:
         passages = list(call.passages)
         result = self._mine(call.question, passages)
         reused = result.timings.pop("reused", None) is not None
-        if not self.overrides.get("filter_passages", True) and not result.fallback:
+        if not self.overrides.get("filter_passages", True):
+            # The ablation hands the reader every passage, with or without a chain.
             result = replace(result, kept=passthrough(passages), dropped=[])
         info = {**_mining_info(result), "reused_chains": reused}
         return MethodOutput(

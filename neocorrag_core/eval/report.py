@@ -317,9 +317,10 @@ def render_report(results: dict[str, Any]) -> str:
     if fallbacks:
         lines += [
             "",
-            "Questions without a chain (no triples: input passed through; no seed or "
-            "candidate chain: passed through under keep='paper', kept by links under the "
-            "other keep modes): " + "; ".join(fallbacks),
+            "Questions without a chain (no triples: input passed through; triples but no "
+            "chain found: passed through under keep='paper', kept by rank and links under "
+            "the other keep modes; ablation-no-filter passes everything through): "
+            + "; ".join(fallbacks),
         ]
     return "\n".join(lines) + "\n"
 

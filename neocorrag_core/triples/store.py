@@ -662,7 +662,7 @@ class TripleStore:
 
     def find_entity(self, name: str, key: ExtractorKey | None = None) -> list[Triple]:
         """Every stored triple whose subject or object normalizes to ``name`` (case-folded)."""
-        norm = normalize_entity(name)
+        norm = normalize_entity(name, fold_accents=False)  # the stored keys' form
         sql = (
             "SELECT subject, relation, object FROM triples "
             "WHERE (subject_key = ? OR object_key = ?)"

@@ -148,8 +148,9 @@ def insert_entry(
                 t.subject,
                 t.relation,
                 t.object,
-                normalize_entity(t.subject),
-                normalize_entity(t.object),
+                # Stored keys predate accent folding; folding them needs a schema step.
+                normalize_entity(t.subject, fold_accents=False),
+                normalize_entity(t.object, fold_accents=False),
             )
             for i, t in enumerate(cleaned)
         ],

@@ -19,6 +19,16 @@ def test_normalize_entity_folds_case_space_and_outer_punctuation():
     assert normalize_entity("STANLEY") == normalize_entity("stanley")
 
 
+def test_normalize_entity_folds_latin_accents_only():
+    assert normalize_entity("Aschenbrödel") == normalize_entity("Aschenbrodel") == "aschenbrodel"
+    assert normalize_entity("Tekezé River") == "tekeze river"
+    assert normalize_entity("Łódź") == "łodz"  # Ł has no decomposition: kept
+    # Marks on other scripts are part of the word.
+    for word in ("Йошкар-Ола", "Ἀθῆναι", "नमस्ते", "مُحَمَّد"):
+        assert normalize_entity(word) == " ".join(word.split()).casefold()
+    assert normalize_entity("Aschenbrödel", fold_accents=False) == "aschenbrödel"
+
+
 def test_graph_merges_duplicate_facts_and_unions_sources():
     graph = EvidenceGraph.from_triples(
         [

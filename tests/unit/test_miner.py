@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
 
 import pytest
 from conftest import bag_of_words_embedder
 
 from neocorrag_core import EvidenceChainMiner, InputError, KeepReason, MinerConfig, Passage
+from neocorrag_core.cli import print_result
 from neocorrag_core.search import search_paths
 from neocorrag_core.types import LossStage
 
@@ -172,6 +174,30 @@ def test_without_a_candidate_chain_the_link_rules_still_apply():
     # p5 shares nothing with the question's seeds: charged to the graph, not the rule.
     assert {d.passage.id: d.stage for d in result.dropped} == {"p5": LossStage.NOT_CONNECTED}
     assert "refine" in result.timings
+    # The demo's explanation says what happened, not that everything passed through.
+    shown = io.StringIO()
+    item = {"question": QUERY, "paragraphs": [{"id": p.id} for p in passages]}
+    print_result(1, 1, item, passages, result, "none", out=shown)
+    assert "No chain (no_candidate_chains): kept by rank (top-N + 1) and by links" in (
+        shown.getvalue()
+    )
+    assert "pass through unchanged" not in shown.getvalue()
+
+
+@pytest.mark.parametrize("switch", [{"filter_passages": False}, {"passage_focus": "linked"}])
+def test_the_no_chain_path_honours_the_ablation_and_passage_focus(switch):
+    miner = EvidenceChainMiner(
+        MinerConfig(decoding="none", keep="recall", tau_edge=0.99, tau_boost=0.99, **switch),
+        embedder=bag_of_words_embedder(),
+    )
+    result = miner.mine(QUERY, passages_without_the_hub())
+    assert result.fallback == "no_candidate_chains"
+    if "filter_passages" in switch:  # Table 2 ablation: nothing dropped, chain or not
+        assert [k.reason for k in result.kept] == [KeepReason.PASSTHROUGH] * 5
+        assert result.dropped == []
+    else:  # the same passages as without focus; one-sentence texts have nothing to cut
+        assert [k.passage.id for k in result.kept] == ["p1", "p2", "p3", "p4"]
+        assert all(k.full_text is None for k in result.kept)
 
 
 def test_a_query_without_seed_nodes_keeps_the_top_n_and_its_links():
