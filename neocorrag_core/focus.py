@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from neocorrag_core.graph import normalize_entity
-from neocorrag_core.links import mentions
+from neocorrag_core.links import entity_keys, is_name, mentions
 from neocorrag_core.rendering import split_sentences
 from neocorrag_core.types import EvidenceChain, KeepReason, KeptPassage, Triple
 
@@ -40,10 +40,6 @@ def evidence_sentences(text: str, names: Iterable[str]) -> str:
     return " ".join(chosen)
 
 
-def _entities(triples: Iterable[Triple]) -> set[str]:
-    return {name for t in triples for name in (t.subject, t.object)}
-
-
 def focus_kept(
     kept: Sequence[KeptPassage],
     triples_of: Mapping[str, Sequence[Triple]],
@@ -60,22 +56,18 @@ def focus_kept(
             common nouns the n-gram matcher also finds, are not names and are ignored).
         chains: the chosen chains.
     """
-    questions = {e for e in query_entities if any(c.isupper() or c.isdigit() for c in e)}
+    questions = {e for e in query_entities if is_name(e)}
     chain_triples = {t.key() for chain in chains for t in chain.triples}
     # In how many kept passages each entity occurs: 2 or more means shared with another.
-    spread = Counter(
-        key
-        for k in kept
-        for key in {normalize_entity(e) for e in _entities(triples_of.get(k.passage.id, ()))}
-    )
+    spread = Counter(key for k in kept for key in entity_keys(triples_of.get(k.passage.id, ())))
     out: list[KeptPassage] = []
     for item in kept:
         if item.reason not in FOCUSED_REASONS:
             out.append(item)
             continue
         own = triples_of.get(item.passage.id, ())
-        shared = {e for e in _entities(own) if spread[normalize_entity(e)] > 1}
-        cited = _entities(t for t in own if t.key() in chain_triples)
+        shared = {e for e in entity_keys(own) if spread[e] > 1}
+        cited = entity_keys(t for t in own if t.key() in chain_triples)
         text = evidence_sentences(item.passage.text, questions | shared | cited)
         if len(text) >= len(" ".join(item.passage.text.split())):
             out.append(item)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from neocorrag_core.graph import normalize_entity
@@ -81,7 +81,9 @@ def mentions(text: str, name: str) -> bool:
     return re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text) is not None
 
 
-def _is_name(entity: str) -> bool:
+def is_name(entity: str) -> bool:
+    """Whether ``entity`` looks like a name (a capital or a digit), not a common noun the
+    n-gram matcher found among the graph's nodes ("director", "father")."""
     return any(ch.isupper() or ch.isdigit() for ch in entity)
 
 
@@ -94,10 +96,9 @@ def _without_longer(question: str, topic: str, entities: set[str]) -> str:
     return question
 
 
-def _entities_of(triples: Sequence[Triple]) -> set[str]:
-    return {normalize_entity(t.subject) for t in triples} | {
-        normalize_entity(t.object) for t in triples
-    }
+def entity_keys(triples: Iterable[Triple]) -> set[str]:
+    """The normalized subjects and objects of ``triples``."""
+    return {normalize_entity(name) for t in triples for name in (t.subject, t.object)}
 
 
 def link_passages(
@@ -123,8 +124,8 @@ def link_passages(
     question = normalize_entity(query)
     # Lower-case entities are common nouns the n-gram matcher found among the graph's
     # nodes ("director", "father"); a passage that mentions one is not about the question.
-    wanted = {normalize_entity(e) for e in query_entities if _is_name(e)} - {""}
-    entity_sets = [_entities_of(ts) for ts in per_passage]
+    wanted = {normalize_entity(e) for e in query_entities if is_name(e)} - {""}
+    entity_sets = [entity_keys(ts) for ts in per_passage]
     topics = [passage_topic(p, ts) for p, ts in zip(passages, per_passage, strict=True)]
     texts = [normalize_entity(f"{p.title} . {p.text}") for p in passages]
     spread = Counter(e for es in entity_sets for e in es)
@@ -148,4 +149,4 @@ def link_passages(
     return links
 
 
-__all__ = ["PassageLinks", "link_passages", "mentions", "passage_topic"]
+__all__ = ["PassageLinks", "entity_keys", "is_name", "link_passages", "mentions", "passage_topic"]

@@ -161,7 +161,6 @@ def method_version(name: str) -> str:
     reruns the records it changes)."""
     config = ReformulationConfig().with_overrides(**VARIANTS.get(name, {}))
     digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()
-    # The miner's output version too: its chain block is part of what the reader sees.
     return f"{RULES_VERSION} {MINER_OUTPUT_VERSION} config {digest[:12]}"
 
 
