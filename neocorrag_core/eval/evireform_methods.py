@@ -148,10 +148,11 @@ def _output(
     )
 
 
-RULES_VERSION = "chains-3"
+RULES_VERSION = "chains-4"
 """Bumped when the loop's rules change in a way its configuration does not show (relation
 words, relation-first evidence, the chain-aware top-k were ``chains-1``; the question's
-anchors in that top-k, ``chains-2``; one anchor per title, ``chains-3``)."""
+anchors in that top-k, ``chains-2``; one anchor per title, ``chains-3``; title pointers
+that need the name as written, ``chains-4``)."""
 
 
 def method_version(name: str) -> str:

@@ -100,6 +100,10 @@ class ReformulationConfig:
             top-k before anything else; ``0`` turns anchors off. Chosen on the tune half
             of five dev files: 3 found the most complete chains on each (2 lost up to three
             points on 2Wiki, 0 up to 11 points on HotpotQA dev).
+        follow_titles: with ``"chains"``, slots left after the anchors, the lead and the
+            links go first to passages whose title a chosen passage names (the hop it
+            points to; :func:`~neocorrag_core.evireform.ranking.title_pointers`). Chosen on
+            the same tune halves: no chain lost on any, one more on three.
 
     Budget
         max_lm_tokens: prompt + generated tokens the LM may spend per question; a step
@@ -138,6 +142,7 @@ class ReformulationConfig:
     ranking: RankingMode = "chains"
     chain_lead: int = 1
     max_anchors: int = 3
+    follow_titles: bool = True
     max_lm_tokens: int | None = 4000
 
     def __post_init__(self) -> None:
@@ -174,6 +179,7 @@ class ReformulationConfig:
             "relation_words",
             "relation_evidence",
             "adaptive_rounds",
+            "follow_titles",
         ):
             check_bool(owner, name, getattr(self, name))
         check_number(owner, "evidence_margin", self.evidence_margin, low=0.0, optional=True)

@@ -37,7 +37,7 @@ from neocorrag_core.types import Passage
 
 from .config import ReformulationConfig
 from .propositions import build_propositions, relation_sentences
-from .ranking import chain_links, chain_top_k, question_anchors
+from .ranking import chain_links, chain_top_k, question_anchors, title_pointers
 from .relations import open_relation_words, qualify
 from .residual import (
     bridge_entities,
@@ -432,7 +432,12 @@ class EvidenceReformulator:
             first_ranks = {pid: ranks[0] for pid, ranks in state.ranks.items() if 0 in ranks}
             anchors = question_anchors(state.question, order, first_ranks, limit=config.max_anchors)
             ids = chain_top_k(
-                [p.id for p in order], links, k, lead=config.chain_lead, anchors=anchors
+                [p.id for p in order],
+                links,
+                k,
+                lead=config.chain_lead,
+                anchors=anchors,
+                pointers=title_pointers(order) if config.follow_titles else None,
             )
             top = [by_id[pid] for pid in ids]
         ranked = []

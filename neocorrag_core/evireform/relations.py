@@ -23,7 +23,7 @@ _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?", re.UNICODE)
 
 # Function words and question words: never a relation. Kept short and explicit so a
 # reader can see why a word was dropped.
-_FUNCTION_WORDS = frozenset(
+FUNCTION_WORDS = frozenset(
     """a an the of in on at to for from by with and or but nor is was are were be been being
     am what which who whom whose when where why how that this these those it its as did do
     does done than then there their they he she his her him them we you your i me my our us
@@ -78,7 +78,7 @@ def relation_words(question: str) -> list[str]:
         if not word.islower():
             continue  # a name, or a sentence-initial question word
         key = word.replace("’", "'").split("'")[0]
-        if len(key) < 3 or key in _FUNCTION_WORDS or key in words:
+        if len(key) < 3 or key in FUNCTION_WORDS or key in words:
             continue
         words.append(key)
     return words
@@ -128,6 +128,7 @@ def qualify(entity: str, words: Sequence[str]) -> str:
 
 
 __all__ = [
+    "FUNCTION_WORDS",
     "PREFIX",
     "covered_stems",
     "covers",

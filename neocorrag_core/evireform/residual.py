@@ -92,14 +92,15 @@ _MONTHS = {
 _DATE_WORDS = _MONTHS | {"ad", "bc", "bce", "ce", "st", "nd", "rd", "th", "s", "c", "circa"}
 
 
-def match_key(text: str) -> str:
-    """Comparison key: accents removed, case-folded words joined by single spaces."""
+def match_key(text: str, *, fold_case: bool = True) -> str:
+    """Comparison key: accents removed, case-folded (unless ``fold_case=False``: a name as
+    written) words joined by single spaces."""
     plain = unicodedata.normalize("NFKD", text)
     plain = "".join(ch for ch in plain if not unicodedata.combining(ch))
-    return " ".join(_WORD.findall(plain.casefold()))
+    return " ".join(_WORD.findall(plain.casefold() if fold_case else plain))
 
 
-def _is_date_or_number(key: str) -> bool:
+def is_date_or_number(key: str) -> bool:
     """``1991``, ``17 january 1969``, ``1990s``, ``january 2001``: no use as a search."""
     words = key.split()
     if not any(ch.isdigit() for ch in key):
@@ -207,7 +208,7 @@ def fact_bridges(question: str, prop: Proposition) -> list[str]:
     found: list[str] = []
     for surface in prop.surface_entities:
         key = match_key(surface)
-        if not key or _is_date_or_number(key):
+        if not key or is_date_or_number(key):
             continue
         if f" {key} " in question_key or set(key.split()) <= question_words:
             continue
@@ -268,6 +269,7 @@ __all__ = [
     "bridge_entities",
     "bridge_entity_queries",
     "fact_bridges",
+    "is_date_or_number",
     "match_key",
     "names_entity",
     "parse_residual_queries",

@@ -6,13 +6,18 @@ from __future__ import annotations
 import pytest
 
 from neocorrag_core import Passage
-from neocorrag_core.evireform import EvidenceReformulator, ReformulationConfig
+from neocorrag_core.evireform import (
+    EvidenceReformulator,
+    ReformulationConfig,
+    ReformulationQuery,
+)
 from neocorrag_core.evireform.ranking import (
     ChainLink,
     about_entity,
     chain_top_k,
     question_anchors,
     title_named,
+    title_pointers,
 )
 from neocorrag_core.evireform.relations import open_relation_words, qualify, relation_words
 from neocorrag_core.evireform.residual import names_entity
@@ -126,6 +131,55 @@ def test_chain_top_k_takes_the_anchors_first():
     assert chain_top_k(order, [], 2, anchors=["x", "h", "e"]) == ["h", "x"]
 
 
+def test_title_pointers_by_hand():
+    passages = [
+        Passage("game", "Robodemons was released for the Nintendo Entertainment System.",
+                title="Robodemons"),
+        Passage("nes", "The Nintendo Entertainment System is a console by Nintendo.",
+                title="Nintendo Entertainment System (console)"),  # qualifier left out
+        Passage("nintendo", "Nintendo is a company in Kyoto.", title="Nintendo"),
+        Passage("nintendo2", "Nintendo makes the Nintendo Entertainment System.",
+                title="Nintendo"),  # same title as "nintendo": never points to it
+        Passage("untitled", "Robodemons is a game."),  # no title: never pointed to
+    ]  # fmt: skip
+    assert title_pointers(passages) == {
+        # a title inside a longer name counts too: both "Nintendo" pages are named
+        "game": ["nes", "nintendo", "nintendo2"],
+        "nes": ["nintendo", "nintendo2"],
+        "nintendo": [],
+        "nintendo2": ["nes"],
+        "untitled": ["game"],
+    }
+    assert title_pointers([]) == {}
+
+
+def test_title_pointers_need_the_name_as_written():
+    passages = [
+        Passage("text", "It was set up in 1990 by the band; The Band played on.", title="Tour"),
+        Passage("band", "The Band was a rock group.", title="The Band"),
+        Passage("it", "It is a novel.", title="It (novel)"),  # only function words
+        Passage("year", "1990 was a year.", title="1990"),  # a number
+        Passage("film", "A film.", title="(film)"),  # only a qualifier
+    ]
+    # "the band" does not name "The Band"; "The Band" does (case kept, accents ignored)
+    assert title_pointers(passages)["text"] == ["band"]
+    assert title_pointers([*passages[1:], Passage("t2", "the band")])["t2"] == []
+    assert title_pointers([passages[1], Passage("t3", "Thé Band")])["t3"] == ["band"]
+
+
+def test_chain_top_k_follows_title_pointers_hop_by_hop():
+    order = ["a", "b", "c", "d", "p", "q", "r"]
+    pointers = {"a": ["q"], "q": ["r"], "p": ["b"]}
+    # lead "a" points to "q", "q" to "r"; then the rest by order
+    assert chain_top_k(order, [], 4, pointers=pointers) == ["a", "b", "q", "r"]
+    assert chain_top_k(order, [], 4) == ["a", "b", "c", "d"]
+    # pointed passages come after the anchors and the links, best-ordered first
+    # ("p" points to "b", which the ranking puts before "q")
+    assert chain_top_k(order, [ChainLink("p", "d")], 4, pointers=pointers) == ["a", "b", "d", "p"]
+    # pointers to ids outside the ranking are ignored (and the ranking goes on by order)
+    assert chain_top_k(order, [], 3, pointers={"a": ["zz", "r"]}) == ["a", "b", "r"]
+
+
 # ----------------------------------------------------------------------------- the loop
 
 
@@ -231,6 +285,24 @@ def test_chain_ranking_keeps_a_hop_that_the_mixed_score_drops(bow_embedder):
     assert chains.passages == sorted(chains.passages, key=lambda r: -r.score)
 
 
+def test_chain_ranking_follows_the_title_a_chosen_passage_names(bow_embedder):
+    # The county's page shares no word with the question; three look-alikes outrank it.
+    # The township (an anchor: the question names its title) names "Mountrail County".
+    county = _doc("county", "Stanley is the seat.", title="Mountrail County")
+    like = "The capital of the county that contains township {}."
+    lookalikes = [_doc(f"like{i}", like.format(i), title=f"Township {i}") for i in range(3)]
+    queries = [ReformulationQuery(QUESTION, "original", 0)]
+    pool = [TOWNSHIP, *lookalikes, county]
+    reformulator = EvidenceReformulator(NO_LM, embedder=bow_embedder)
+    followed = reformulator.rerank(QUESTION, queries, pool, k=3)
+    plain = reformulator.rerank(QUESTION, queries, pool, k=3, follow_titles=False)
+    assert {"township", "county"} <= {r.passage.id for r in followed}
+    assert "county" not in {r.passage.id for r in plain}
+    assert "township" in {r.passage.id for r in plain}
+    mixed = reformulator.rerank(QUESTION, queries, pool, k=3, ranking="mixed")
+    assert "county" not in {r.passage.id for r in mixed}  # the paper's top-k has no pointers
+
+
 def test_adaptive_rounds_stop_once_the_relation_words_are_covered(bow_embedder):
     # Round 1 finds the county's capital; a second round would search "Stanley".
     stanley = _doc("stanley", "Stanley is a city.", ("Stanley", "is", "city"), title="Stanley")
@@ -265,6 +337,8 @@ def test_new_settings_are_validated():
         ReformulationConfig(max_anchors=-1)
     with pytest.raises(ValueError, match="chain_lead"):
         ReformulationConfig(chain_lead=-1)
+    with pytest.raises(ValueError, match="follow_titles"):
+        ReformulationConfig(follow_titles="yes")  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------- the wrapper benchmark
