@@ -103,9 +103,10 @@ def title_pointers(passages: Sequence[Passage]) -> dict[str, list[str]]:
     Passages with the same title (case ignored) never point to each other (seven "Catalan
     language" paragraphs are one page); titles that are a number, a date or only function
     words ("It", "1990") and passages without a title are never pointed to."""
-    keyed = [(p, _title_key(p.title), _pointer_form(p.title)) for p in passages]
+    keys = [_title_key(p.title) for p in passages]
+    keyed = [(p, key, _pointer_form(p.title, key)) for p, key in zip(passages, keys, strict=True)]
     out: dict[str, list[str]] = {}
-    for passage, own, _ in keyed:
+    for passage, own in zip(passages, keys, strict=True):
         text = f" {match_key(passage.text, fold_case=False)} "
         out[passage.id] = [
             other.id
@@ -115,9 +116,9 @@ def title_pointers(passages: Sequence[Passage]) -> dict[str, list[str]]:
     return out
 
 
-def _pointer_form(title: str) -> str:
-    """The title as a text must write it to point to it, or "" when it cannot be pointed to."""
-    key = _title_key(title)
+def _pointer_form(title: str, key: str) -> str:
+    """The title as a text must write it to point to it (``key``: its :func:`_title_key`),
+    or "" when it cannot be pointed to."""
     if not key or is_date_or_number(key) or all(w in FUNCTION_WORDS for w in key.split()):
         return ""
     return match_key(_QUALIFIER.sub("", title), fold_case=False)
