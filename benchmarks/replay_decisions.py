@@ -1,11 +1,12 @@
 """Replay the controller's ANSWER / RETRIEVE / STOP / ABSTAIN rules on recorded episodes.
 
-Input: the ``results.json`` of collection runs (``belief`` with ``answer_threshold=1.0``,
-so every round was searched and measured; docs/belief.md). For each question the recorded
-measured steps are walked in order with the given calibrator and after-search model: the
-episode ANSWERs at the first step whose answerability reaches ``--answer-threshold``;
-otherwise it searches again while the retrieval value reaches ``--min-retrieval-value`` and
-a recorded later step exists; it ends with STOP, or ABSTAIN below ``--abstain-below``. The
+Input: the ``results.json`` of collection runs (``belief`` with ``answer_threshold=1.0``
+and ``min_searches=1``, so every round was searched and measured; docs/belief.md). For
+each question the recorded measured steps are walked in order with the given calibrator
+and after-search model: the episode ANSWERs at the first step whose answerability reaches
+``--answer-threshold``; otherwise it searches again while the retrieval value reaches
+``--min-retrieval-value``, the workspace has room and a recorded later step exists; it
+ends with STOP, or ABSTAIN below ``--abstain-below``. The
 answer is that step's recorded draft, its cost the tokens recorded up to that step.
 
 This approximates the live controller (it cannot take an action the recording did not:
@@ -54,12 +55,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def measured_steps(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """The steps that measured a draft, each with the tokens spent up to and including it."""
-    out, spent = [], 0
+    """The steps that measured a draft, each with the tokens spent up to and including it
+    and the evidence it measured (``measured_ids``: a step's ``evidence_ids`` are those
+    after its action, so the evidence measured is the previous step's)."""
+    out, spent, before = [], 0, []
     for step in record["info"]["trajectory"]:
         spent += int(step["prompt_tokens"]) + int(step["generated_tokens"])
         if (step.get("draft_answer") or "").strip():
-            out.append({**step, "spent": spent})
+            out.append({**step, "spent": spent, "measured_ids": before})
+        before = list(step.get("evidence_ids", ()))
     return out
 
 
@@ -98,7 +102,14 @@ def replay(
             Belief(**step["belief"]),
             diagnostics,
             p,
-            Budget(rounds_used=position + 1, tokens_used=0, corrections_used=0, searched=True),
+            Budget(
+                rounds_used=position + 1,
+                tokens_used=0,
+                corrections_used=0,
+                searched=True,
+                # As live: no search into a full workspace (its passages would not be kept).
+                room=len(step["measured_ids"]) < config.max_evidence,
+            ),
             config,
             search_cost=0,
             after_search=after_search.predict(diagnostics) if after_search else None,

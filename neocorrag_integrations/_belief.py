@@ -33,7 +33,7 @@ from neocorrag_core.belief import (
     LMVerifier,
     PromptBudget,
     default_components,
-    default_verify,
+    default_config,
 )
 from neocorrag_core.belief.calibrator import shipped_pair
 from neocorrag_core.errors import ConfigError, InputError
@@ -92,20 +92,23 @@ def question_of(owner: str, value: Any) -> str:
     return check_query(owner, value)
 
 
-def belief_config(owner: str, config: Any, k: Any, verify: str = "auto") -> BeliefConfig:
+def belief_config(
+    owner: str, config: Any, k: Any, base: BeliefConfig | None = None
+) -> BeliefConfig:
     """The controller settings: a :class:`BeliefConfig`, a dict of its fields or ``None``
-    (the defaults), with ``k`` (when given) as the passages asked of each search and
-    ``verify`` as the verifier mode unless the dict or the config sets one."""
+    (``base``, the generator's defaults), with ``k`` (when given) as the passages asked of
+    each search; a dict changes ``base``'s fields."""
     check_int(owner, "k", k, minimum=1, optional=True)
+    base = base or BeliefConfig()
     if config is None:
-        config = BeliefConfig(verify=verify)
+        config = base
     elif isinstance(config, Mapping):
         bad = [key for key in config if not isinstance(key, str)]
         if bad:
             raise ConfigError(
                 f"{owner}.config keys must be BeliefConfig field names, got {bad[0]!r}"
             )
-        config = BeliefConfig(verify=verify).with_overrides(**config)
+        config = base.with_overrides(**config)
     elif not isinstance(config, BeliefConfig):
         raise ConfigError(
             f"{owner}.config must be a BeliefConfig, a dict of its fields or None, "
@@ -123,7 +126,8 @@ class BeliefEngine:
             the answer generator and the query writer; or a local LM spec (``None`` = the
             bundled LM, loaded on first use).
         k: passages asked of each search (``None`` = ``config.k``, 5).
-        config: a :class:`~neocorrag_core.belief.BeliefConfig` or a dict of its fields.
+        config: a :class:`~neocorrag_core.belief.BeliefConfig` or a dict of its fields (a
+            dict changes the generator's defaults: ``default_config``).
         calibrator: the answerability model (default: the coefficient file shipped).
         after_search: the model of the answer after one more search, in the retrieval
             value (default: the coefficient file shipped).
@@ -193,7 +197,7 @@ class BeliefEngine:
             return
         self.custom = False
         refitted = calibrator is not None or after_search is not None
-        self.config = belief_config(owner, config, k, default_verify(llm, refitted=refitted))
+        self.config = belief_config(owner, config, k, default_config(llm, refitted=refitted))
         check_bool(owner, "chains_for_verifier", chains_for_verifier)
         if chains_decoding is not None:
             check_choice(owner, "chains_decoding", chains_decoding, ("none", "beam", "rank"))

@@ -361,7 +361,9 @@ class BeliefRAG(Runnable[BeliefInput, dict[str, Any]]):
             spec is accepted too; its calls are not LangChain runs).
         k: documents used per search (default ``config.k``, 5).
         config: a :class:`~neocorrag_core.belief.BeliefConfig` or a dict of its fields
-            (thresholds, ``max_rounds``, ``max_tokens``, ``max_evidence``...).
+            (thresholds, ``max_rounds``, ``max_tokens``, ``max_evidence``...); a dict
+            changes the generator's defaults (a bundled preset's own settings included,
+            ``belief.config.PRESET_SETTINGS``).
         calibrator: an :class:`~neocorrag_core.belief.AnswerabilityCalibrator` (default:
             the coefficient file shipped; see ``docs/belief.md``).
         after_search: the model of the answer after one more search, in the retrieval

@@ -545,7 +545,9 @@ class BeliefQueryEngine(BaseQueryEngine):
         llm: a LlamaIndex LLM; ``None`` = the bundled local LM (a local LM spec is
             accepted too).
         k: nodes used per search (default ``config.k``, 5).
-        config: a :class:`~neocorrag_core.belief.BeliefConfig` or a dict of its fields.
+        config: a :class:`~neocorrag_core.belief.BeliefConfig` or a dict of its fields; a
+            dict changes the generator's defaults (a bundled preset's own settings
+            included, ``belief.config.PRESET_SETTINGS``).
         calibrator: an :class:`~neocorrag_core.belief.AnswerabilityCalibrator` (default:
             the coefficient file shipped; see ``docs/belief.md``).
         after_search: the model of the answer after one more search, in the retrieval

@@ -22,6 +22,7 @@ from .chains import ChainEvidenceVerifier
 from .components import (
     AnswerGenerator,
     DraftAnswer,
+    EntityQueryWriter,
     QueryWriter,
     RelevanceScorer,
     Usage,
@@ -29,7 +30,15 @@ from .components import (
     Verifier,
     VerifierReply,
 )
-from .config import VERIFY_MODES, BeliefConfig, config_with_default_verify, default_verify
+from .config import (
+    PRESET_SETTINGS,
+    VERIFY_MODES,
+    BeliefConfig,
+    config_with_default_verify,
+    default_config,
+    default_verify,
+    preset_settings,
+)
 from .controller import BeliefController
 from .defaults import BeliefComponents, default_components
 from .fitting import (
@@ -50,6 +59,7 @@ from .writer import LMQueryWriter
 
 __all__ = [
     "AFTER_SEARCH_FILE",
+    "PRESET_SETTINGS",
     "PRIOR_COEFFICIENTS",
     "VERIFY_MODES",
     "Action",
@@ -68,6 +78,7 @@ __all__ = [
     "Diagnostics",
     "DraftAnswer",
     "EmbeddingRelevance",
+    "EntityQueryWriter",
     "EvidenceWorkspace",
     "LMAnswerGenerator",
     "LMQueryWriter",
@@ -87,6 +98,7 @@ __all__ = [
     "config_with_default_verify",
     "decide",
     "default_components",
+    "default_config",
     "default_verify",
     "expected_calibration_error",
     "fit_and_select",
@@ -94,6 +106,7 @@ __all__ = [
     "fit_from_records",
     "fit_from_results",
     "implied_belief",
+    "preset_settings",
     "reliability_bins",
     "retrieval_value",
     "rows_from_trajectories",

@@ -116,6 +116,17 @@ class QueryWriter(Protocol):
 
 
 @runtime_checkable
+class EntityQueryWriter(Protocol):
+    """A query writer that can also write a query without a model call (optional)."""
+
+    def entity_query(self, question: str, passages: Sequence[Passage], asked: Sequence[str]) -> str:
+        """A query for the next hop built from the evidence alone (a bridge entity the
+        question does not name, with the relation the question still asks for); never
+        one of ``asked``, never empty."""
+        ...
+
+
+@runtime_checkable
 class RelevanceScorer(Protocol):
     """Calibrated relevance of the evidence to the question, in ``[0, 1]`` (local, no LM)."""
 
@@ -127,6 +138,7 @@ class RelevanceScorer(Protocol):
 __all__ = [
     "AnswerGenerator",
     "DraftAnswer",
+    "EntityQueryWriter",
     "QueryWriter",
     "RelevanceScorer",
     "Usage",

@@ -42,6 +42,14 @@ class BeliefConfig:
         max_evidence: passages the workspace keeps (the best-ranked, in retrieval order);
             more are not shown to any model.
         max_corrections: VERIFY actions per question.
+        min_searches: searches made before the first measurement (draft answer,
+            verifier). Ours, not the paper's (which measures after every search): for a
+            generator that answers better from more evidence whatever the evidence says
+            (the 1.5B reader, docs/belief.md), measuring after the first search costs
+            more tokens than the second search, and no measured signal predicted when
+            that search pays. A scheduled search uses the writer's no-LM query
+            (:meth:`~neocorrag_core.belief.LMQueryWriter.entity_query`) when it has one.
+            1 (default): measure after every search, as in the paper.
 
     Measuring
         verify: ``"auto"`` (default): the verifier is called only when some reply of it
@@ -82,6 +90,7 @@ class BeliefConfig:
     max_tokens: int = 12000
     max_evidence: int = 8
     max_corrections: int = 2
+    min_searches: int = 1
     blend: float = 0.3
     correct_problems: bool = True
     replace_dropped: bool = True
@@ -101,7 +110,7 @@ class BeliefConfig:
             "blend",
         ):
             check_number(owner, name, getattr(self, name), low=0.0, high=1.0)
-        for name in ("k", "max_rounds", "max_tokens", "max_evidence"):
+        for name in ("k", "max_rounds", "max_tokens", "max_evidence", "min_searches"):
             check_int(owner, name, getattr(self, name), minimum=1)
         check_int(owner, "max_corrections", self.max_corrections, minimum=0)
         for name in (
@@ -147,13 +156,45 @@ def default_verify(lm: Any, *, refitted: bool) -> str:
     return "auto" if known or refitted else "always"
 
 
+PRESET_SETTINGS: dict[str, dict[str, Any]] = {
+    "qwen-1.5b": {"min_searches": 2, "max_corrections": 0},
+}
+"""Bundled generator preset (``resolve_lm`` name) -> the :class:`BeliefConfig` fields chosen
+for it on its own tune episodes (docs/belief.md, "The 1.5B reader's settings"). The 1.5B
+answers better from a second search's passages whatever the evidence says, so it searches
+twice before measuring; and the bundled verifier flagged no passage in any of its 99 tune
+verifier calls, so with corrections open the verifier gate would pay a call (more tokens
+than the answer) at nearly every step for a correction that never came."""
+
+
+def preset_settings(lm: Any) -> dict[str, Any]:
+    """The :data:`PRESET_SETTINGS` of the generator ``lm`` (``None`` = the bundled default,
+    a preset name); ``{}`` for any other LM."""
+    key = "default" if lm is None else lm if isinstance(lm, str) else None
+    return dict(PRESET_SETTINGS.get(key, {})) if key is not None else {}
+
+
+def default_config(lm: Any, *, refitted: bool) -> BeliefConfig:
+    """The settings of a controller of the generator ``lm`` built without a config: the
+    paper's defaults, :func:`default_verify`'s mode and the preset's own settings."""
+    return BeliefConfig(verify=default_verify(lm, refitted=refitted), **preset_settings(lm))
+
+
 def config_with_default_verify(
     config: BeliefConfig | None, lm: Any, *, refitted: bool
 ) -> BeliefConfig:
-    """``config``, or the defaults with :func:`default_verify`'s mode when it is ``None``."""
+    """``config``, or :func:`default_config` for ``lm`` when it is ``None``."""
     if config is not None:
         return config
-    return BeliefConfig(verify=default_verify(lm, refitted=refitted))
+    return default_config(lm, refitted=refitted)
 
 
-__all__ = ["VERIFY_MODES", "BeliefConfig", "config_with_default_verify", "default_verify"]
+__all__ = [
+    "PRESET_SETTINGS",
+    "VERIFY_MODES",
+    "BeliefConfig",
+    "config_with_default_verify",
+    "default_config",
+    "default_verify",
+    "preset_settings",
+]

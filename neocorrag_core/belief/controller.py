@@ -24,6 +24,7 @@ from .calibrator import AFTER_SEARCH_FILE, AnswerabilityCalibrator, shipped_pair
 from .components import (
     AnswerGenerator,
     DraftAnswer,
+    EntityQueryWriter,
     QueryWriter,
     RelevanceScorer,
     Usage,
@@ -147,7 +148,9 @@ class BeliefController:
         (:data:`~neocorrag_core.belief.calibrator.SHIPPED_MODELS`), any other LM the
         default LM's. Without ``config``, ``verify`` is ``"auto"`` for a bundled LM with
         fitted files or refitted models and ``"always"`` for any other LM
-        (:func:`~neocorrag_core.belief.config.default_verify`).
+        (:func:`~neocorrag_core.belief.config.default_verify`), and a bundled preset
+        gets the settings chosen for it (:data:`~neocorrag_core.belief.config.PRESET_SETTINGS`;
+        a ``config`` you pass is used as it is).
         """
         from .defaults import default_components
 
@@ -207,17 +210,24 @@ class BeliefController:
             # A correction in progress decides the next step by itself (rule 1): no need to
             # pay for measuring the evidence it is about to change.
             forced = st.pending > 0 and config.replace_dropped and can_search
-            measured_now = st.searched and not forced
+            # So does a search scheduled before the first measurement (min_searches).
+            scheduled_left = config.min_searches - st.rounds if st.belief is None else 0
+            room = len(st.workspace) < st.workspace.capacity
+            scheduled = st.searched and scheduled_left > 0 and can_search and room
+            measured_now = st.searched and not forced and not scheduled
             if measured_now:
                 self._measure(question, st, config)
                 search_cost = st.search_cost(config.k)
-            answerability = self.calibrator.predict(st.diagnostics) if st.searched else 0.0
-            if st.searched and not config.live_answerability:
+            # Nothing is known before the first measurement (the first search, and any
+            # scheduled ones): no answerability to decide on, or to freeze.
+            known = st.belief is not None
+            answerability = self.calibrator.predict(st.diagnostics) if known else 0.0
+            if known and not config.live_answerability:
                 st.frozen = answerability if st.frozen is None else st.frozen
                 answerability = st.frozen
             after = (
                 self.after_search.predict(st.diagnostics)
-                if st.searched and config.fitted_retrieval_value
+                if known and config.fitted_retrieval_value
                 else None
             )
             current = st.belief or Belief()
@@ -228,6 +238,8 @@ class BeliefController:
                 pending_correction=st.pending,
                 searched=st.searched,
                 rewrote_last=st.rewrote_last,
+                scheduled_left=scheduled_left if scheduled else 0,
+                room=room,
             )
             measured = st.diagnostics
             decision = decide(
@@ -252,7 +264,7 @@ class BeliefController:
                 st.corrections += 1
                 st.pending = len(gone) if config.replace_dropped else 0
             elif decision.action in (Action.RETRIEVE, Action.REWRITE):
-                query, decision = self._query(question, decision, st)
+                query, decision = self._query(question, decision, st, scheduled=scheduled)
                 if query is not None:
                     results = yield (query, config.k)
                     added = st.workspace.add(
@@ -285,12 +297,20 @@ class BeliefController:
             if decision.action.terminal:
                 return self._result(question, decision, st)
 
-    def _query(self, question: str, decision: Decision, st: _State) -> tuple[str | None, Decision]:
-        """The query a search step uses; the writer saying SUFFICIENT turns it into ANSWER."""
+    def _query(
+        self, question: str, decision: Decision, st: _State, *, scheduled: bool = False
+    ) -> tuple[str | None, Decision]:
+        """The query a search step uses; the writer saying SUFFICIENT turns it into ANSWER.
+        A scheduled search (``min_searches``) takes the writer's no-LM query when it offers
+        one: nothing was measured yet that an LM could aim the query at."""
         if not st.asked:
             return question, Decision(decision.action, decision.reason, question)
         before = st.tally.total
-        if decision.action is Action.REWRITE:
+        if scheduled and isinstance(self.writer, EntityQueryWriter):
+            text = _ask(
+                "query writer", self.writer.entity_query, question, st.workspace.passages, st.asked
+            )
+        elif decision.action is Action.REWRITE:
             text = st.call(
                 _ask("query writer", self.writer.rewrite, question, st.asked[-1], st.asked)
             )
@@ -307,7 +327,9 @@ class BeliefController:
                     st.asked,
                 )
             )
-            if written is None and not st.pending:
+            # Before anything was measured, SUFFICIENT cannot end the episode: there is no
+            # draft answer yet (a scheduled search then uses the rewording below).
+            if written is None and not st.pending and not scheduled:
                 reason = f"{decision.reason}; the query writer judged the evidence sufficient"
                 return None, Decision(Action.ANSWER, reason)
             text = written or ""
@@ -381,6 +403,7 @@ class BeliefController:
             tokens_used=st.tally.total,
             corrections_used=st.corrections,
             searched=True,
+            room=len(st.workspace) < st.workspace.capacity,
         )
         return verifier_needed(
             answerability,

@@ -1,6 +1,7 @@
 """The controller's ordered rules (BeliefRAG, appendix A.4), as one pure function.
 
-In order: finish a pending correction; correct problematic evidence (VERIFY); ANSWER when
+In order: the searches scheduled before the first measurement (``min_searches``, ours);
+finish a pending correction; correct problematic evidence (VERIFY); ANSWER when
 the calibrated answerability reaches its threshold; RETRIEVE while another search is worth
 its cost and the budget allows; REWRITE after a search that brought little new; else STOP
 with a best-effort answer, or ABSTAIN when even that is unlikely to be right. Every
@@ -28,6 +29,10 @@ class Budget:
     """Whether any search has run (the first decision of an episode is always a search)."""
     rewrote_last: bool = False
     """Whether the last action was a REWRITE (never two in a row)."""
+    scheduled_left: int = 0
+    """Searches still scheduled before the first measurement (``min_searches``)."""
+    room: bool = True
+    """Whether the workspace has room for a search's new passages (``max_evidence``)."""
 
     def can_search(self, config: BeliefConfig, search_cost: int) -> bool:
         """A search round and the tokens to read its results are both left."""
@@ -35,6 +40,12 @@ class Budget:
             self.rounds_used < config.max_rounds
             and self.tokens_used + search_cost <= config.max_tokens
         )
+
+    def can_add(self, config: BeliefConfig, search_cost: int) -> bool:
+        """A search is left (:meth:`can_search`) and could add evidence: a full workspace
+        keeps none of its passages, so only a correction's replacement search, which
+        follows the drops that make room, is worth running then."""
+        return self.room and self.can_search(config, search_cost)
 
 
 def retrieval_value(
@@ -102,7 +113,7 @@ def verifier_needed(
     correction_open = config.correct_problems and budget.corrections_used < config.max_corrections
     if correction_open and not (config.replace_dropped and can_search):
         return VerifierCheck(True, "a correction could drop passages with no search after it")
-    if can_search:
+    if budget.can_add(config, search_cost) or (correction_open and can_search):
         gain = max(0.0, after_search[1] - low) if after_search is not None else 1.0 - low
         best = gain * (1.0 - min(max(cost, 0.0), 1.0))
         if best >= config.min_retrieval_value:
@@ -110,6 +121,11 @@ def verifier_needed(
         searching = (
             f"a search (or a correction's replacement search) is worth at most {best:.2f} "
             f"< {config.min_retrieval_value:.2f}"
+        )
+    elif can_search:
+        searching = (
+            f"the workspace is full ({config.max_evidence} passages) and no correction is "
+            "left to make room"
         )
     else:
         searching = "no search is left in the budget"
@@ -139,6 +155,14 @@ def decide(
             return Decision(Action.RETRIEVE, "first retrieval for the question")
         return Decision(Action.ABSTAIN, "no budget for even one retrieval")
 
+    if budget.scheduled_left and budget.can_add(config, search_cost):
+        return Decision(
+            Action.RETRIEVE,
+            f"scheduled search {budget.rounds_used + 1} of {config.min_searches} "
+            "(min_searches): this generator answers better from more evidence, and a "
+            "search is cheaper than measuring the evidence first",
+        )
+
     if budget.pending_correction and config.replace_dropped and can_search:
         return Decision(
             Action.RETRIEVE,
@@ -165,6 +189,9 @@ def decide(
     value = retrieval_value(belief, answerability, after_search)
     if not can_search:
         return _end(answerability, config, "budget or round cap reached")
+    if not budget.room:
+        why = f"the workspace is full ({config.max_evidence} passages): a search could add nothing"
+        return _end(answerability, config, why)
     if value >= config.min_retrieval_value:
         gap = f": {diagnostics.missing_fact}" if diagnostics.missing_fact else ""
         why = (

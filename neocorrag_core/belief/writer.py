@@ -20,6 +20,7 @@ from typing import Any
 
 from neocorrag_core.entities import capitalized_spans
 from neocorrag_core.evireform.propositions import build_propositions
+from neocorrag_core.evireform.relations import open_relation_words, qualify
 from neocorrag_core.evireform.residual import (
     bridge_entities,
     bridge_entity_queries,
@@ -49,6 +50,8 @@ REWRITE_INSTRUCTION = (
     "query: change the wording, or target a different fact the question needs. Do not "
     "repeat an earlier query. Reply with the query only."
 )
+MAX_RELATION_WORDS = 3
+"""Relation words a no-LM next-hop query adds to its bridge entity (EviReform's default)."""
 MAX_MISSING_WORDS = 12
 """Words of the missing fact a no-LM query keeps (a search query, not a sentence)."""
 _FUNCTION_WORDS = frozenset(
@@ -103,6 +106,24 @@ def fallback_next_query(
         candidates.append(missing if named else f"{bridge} {missing}")
     candidates.append(missing)
     return first_new(candidates, asked)
+
+
+def entity_next_query(
+    question: str,
+    evidence: Sequence[Proposition],
+    asked: Sequence[str],
+    *,
+    max_relation_words: int = MAX_RELATION_WORDS,
+) -> str:
+    """The no-LM query for the next hop, as EviReform's no-LM residual queries: the first
+    bridge entity of the evidence that no ``asked`` query names, qualified by the relation
+    words the question asks for and the evidence does not state yet (``"Mountrail County
+    capital"``); without a bridge, :func:`fallback_rewrite`'s rewording. Never empty,
+    never one of ``asked``."""
+    words = open_relation_words(question, [p.text for p in evidence])[:max_relation_words]
+    bridges = bridge_entity_queries(question, evidence, asked=asked, max_queries=3)
+    found = first_new([qualify(entity, words) for entity in bridges], asked)
+    return found or fallback_rewrite(question, asked[-1] if asked else question, asked)
 
 
 def fallback_rewrite(question: str, last_query: str, asked: Sequence[str]) -> str:
@@ -210,6 +231,14 @@ class LMQueryWriter:
             logger.debug("query writer wrote no usable query: %r", reply)
         return fallback_next_query(question, evidence, missing_fact, asked), usage
 
+    def entity_query(self, question: str, passages: Sequence[Passage], asked: Sequence[str]) -> str:
+        """The next-hop query without the LM (:func:`entity_next_query` over the triples
+        of the passages the LM would be shown); used for searches scheduled before
+        anything was measured (``BeliefConfig.min_searches``)."""
+        shown = list(passages)[: self.budget.max_passages]
+        evidence = build_propositions(shown, triples_per_passage(self.triple_source, shown))
+        return entity_next_query(question, evidence, asked)
+
     def rewrite(self, question: str, last_query: str, asked: Sequence[str]) -> tuple[str, Usage]:
         """A reworded query (other wording, or another needed fact); never one of ``asked``."""
         with self._locked():
@@ -271,9 +300,11 @@ class LMQueryWriter:
 
 
 __all__ = [
+    "MAX_RELATION_WORDS",
     "REWRITE_INSTRUCTION",
     "REWRITE_PROMPT_VERSION",
     "LMQueryWriter",
+    "entity_next_query",
     "fallback_next_query",
     "fallback_rewrite",
     "first_new",

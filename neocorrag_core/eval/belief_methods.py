@@ -44,6 +44,7 @@ from neocorrag_core.belief import (
 )
 from neocorrag_core.belief.answer import ANSWER_PROMPT_VERSION, LMAnswerGenerator
 from neocorrag_core.belief.calibrator import shipped_pair
+from neocorrag_core.belief.config import preset_settings
 from neocorrag_core.belief.verifier import VERIFIER_PROMPT_VERSION
 from neocorrag_core.belief.writer import REWRITE_PROMPT_VERSION
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, SearchFn
@@ -238,7 +239,10 @@ def _shared(context: BuildContext) -> Shared:
     found = context.shared.get("belief")
     if isinstance(found, Shared):
         return found
-    config = BeliefConfig().with_overrides(**context.belief_overrides)
+    # The generator's own preset settings (PRESET_SETTINGS), as a controller built for it
+    # gets them; --belief changes them like any other field.
+    preset = None if context.reader == "default" else context.reader
+    config = BeliefConfig(**preset_settings(preset)).with_overrides(**context.belief_overrides)
     models = context.miner.models
     budget = PromptBudget(max_passages=config.max_evidence)
     components = default_components(
@@ -293,6 +297,9 @@ def method_version(name: str, reader: str = "default") -> str:
         parts.append(f"after-search {after.version}")
         if ABLATIONS.get(name, {}).get("verify", "auto") == "auto":
             parts.append(VERIFY_GATE_VERSION)
+        settings = preset_settings(None if reader == "default" else reader)
+        if settings:
+            parts.append("preset " + " ".join(f"{k}={v}" for k, v in sorted(settings.items())))
     if name == "belief-chains":  # its verifier reads the miner's chain block
         parts.append(MINER_OUTPUT_VERSION)
     return " ".join(parts)

@@ -39,6 +39,7 @@ from neocorrag_core.belief import (
     DraftAnswer,
     Usage,
     VerifierReply,
+    preset_settings,
 )
 from neocorrag_core.belief.chains import CHAIN_PASSAGE_TITLE
 from neocorrag_integrations.langchain import BeliefRAG
@@ -701,3 +702,19 @@ def test_the_verifier_mode_follows_what_the_fitted_models_know():
     assert BeliefController.from_models().config.verify == "auto"
     with pytest.raises(ConfigError, match="verify"):
         BeliefRAG(LCScripted(), None, config={"verify": "sometimes"})
+
+
+def test_a_preset_generator_starts_from_its_own_settings():
+    # The 1.5B preset searches twice before measuring (PRESET_SETTINGS); a dict config
+    # changes other fields and keeps that, an explicit field wins; other LMs keep 1.
+    assert preset_settings("qwen-1.5b") == {"min_searches": 2, "max_corrections": 0}
+    assert preset_settings(None) == {} and preset_settings(object()) == {}
+    bigger = BeliefRAG(LCScripted(), "qwen-1.5b", embedder=HashedBagOfWords(), config={"k": 3})
+    assert bigger.config.min_searches == 2 and bigger.config.k == 3
+    told = BeliefQueryEngine(
+        LIScripted(), "qwen-1.5b", embedder=HashedBagOfWords(), config={"min_searches": 1}
+    )
+    assert told.config.min_searches == 1
+    assert BeliefRAG(LCScripted(), None, embedder=HashedBagOfWords()).config.min_searches == 1
+    assert BeliefController.from_models("qwen-1.5b").config.min_searches == 2
+    assert BeliefController.from_models().config.min_searches == 1

@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from neocorrag_core import Passage, RetrievalError
+from neocorrag_core import ConfigError, Passage, RetrievalError
 from neocorrag_core.belief import (
     AFTER_SEARCH_FILE,
     Action,
@@ -325,7 +325,7 @@ def test_a_failing_model_call_is_a_clear_error_and_leaves_nothing_behind():
 
 
 def test_bad_inputs_and_components_are_refused():
-    from neocorrag_core import ConfigError, InputError
+    from neocorrag_core import InputError
 
     with pytest.raises(InputError):
         controller().run("  ", Retriever())
@@ -335,3 +335,148 @@ def test_bad_inputs_and_components_are_refused():
         )
     with pytest.raises(ConfigError, match="unknown"):
         controller().run(QUESTION, Retriever(), nope=1)
+
+
+class EntityWriter(Writer):
+    """A writer with a no-LM next-hop query (``EntityQueryWriter``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lm_calls = 0
+
+    def next_query(self, question, passages, missing_fact, asked):
+        self.lm_calls += 1
+        return super().next_query(question, passages, missing_fact, asked)
+
+    def entity_query(self, question, passages, asked):
+        return "Mountrail County capital"
+
+
+class CountingGenerator(Generator):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def answer(self, question, passages):
+        self.calls += 1
+        return super().answer(question, passages)
+
+
+def scheduled_controller(writer, generator, **config) -> BeliefController:
+    """Answerability and after-search chance 0.2 whatever is measured: after its
+    measurement the controller stops."""
+    return BeliefController(
+        verifier=Verifier(), generator=generator, writer=writer, relevance=Relevance(),
+        calibrator=constant(0.2), after_search=constant(0.2), config=BeliefConfig(**config),
+    )  # fmt: skip
+
+
+def test_min_searches_searches_before_measuring_with_the_no_lm_query():
+    writer, generator, search = EntityWriter(), CountingGenerator(), Retriever(first=(HOP1,))
+    result = scheduled_controller(writer, generator, min_searches=2).run(QUESTION, search)
+    assert actions(result) == [Action.RETRIEVE, Action.RETRIEVE, Action.STOP]
+    assert search.queries == [QUESTION, "Mountrail County capital"]
+    assert "scheduled search 2 of 2" in result.steps[1].decision.reason
+    assert result.steps[1].decision.query == "Mountrail County capital"
+    # Nothing was measured before the scheduled search: one draft (the answer), no LM query.
+    assert generator.calls == 1 and writer.lm_calls == 0
+    assert result.steps[1].draft_answer == "" and result.steps[1].prompt_tokens == 0
+    assert result.answer == "Stanley" and [p.id for p in result.evidence] == ["hop1", "bad", "hop2"]
+    # The default (1) measures after the first search, as the paper does.
+    default = scheduled_controller(EntityWriter(), CountingGenerator()).run(
+        QUESTION, Retriever(first=(HOP1,))
+    )
+    assert actions(default) == [Action.RETRIEVE, Action.STOP]
+
+
+def test_a_scheduled_search_uses_the_writers_lm_query_when_it_has_no_other():
+    writer, search = Writer(), Retriever(first=(HOP1,))
+    result = scheduled_controller(writer, CountingGenerator(), min_searches=2).run(QUESTION, search)
+    assert search.queries == [QUESTION, "Mountrail County capital"]
+    assert result.steps[1].prompt_tokens == 60  # the writer's call, and no draft
+
+
+def test_min_searches_gives_way_to_the_round_cap():
+    generator, search = CountingGenerator(), Retriever(first=(HOP1,))
+    result = scheduled_controller(EntityWriter(), generator, min_searches=3, max_rounds=2).run(
+        QUESTION, search
+    )
+    # No round left for the third scheduled search: the controller measures instead (and
+    # corrects, with no search left to replace what it drops).
+    assert actions(result) == [Action.RETRIEVE, Action.RETRIEVE, Action.VERIFY, Action.STOP]
+    assert result.steps[2].draft_answer == "Stanley" and len(search.queries) == 2
+
+
+def test_min_searches_stops_scheduling_once_the_workspace_is_full():
+    generator, search = CountingGenerator(), Retriever(first=(HOP1, BAD))
+    result = scheduled_controller(
+        EntityWriter(), generator, min_searches=2, max_evidence=2, max_corrections=0
+    ).run(QUESTION, search)
+    # The first search filled the workspace: measured at once, and no search after it.
+    assert search.queries == [QUESTION] and generator.calls == 1
+    assert actions(result) == [Action.RETRIEVE, Action.STOP]
+    assert "workspace is full" in result.steps[-1].decision.reason
+
+
+def test_a_scheduled_search_never_ends_the_episode_unmeasured():
+    # A writer without a no-LM query that says SUFFICIENT before anything was measured:
+    # there is no draft to answer with, so the scheduled search takes a rewording.
+    search = Retriever(first=(HOP1,))
+    result = scheduled_controller(Writer(sufficient=True), CountingGenerator(), min_searches=2).run(
+        QUESTION, search
+    )
+    assert actions(result)[:2] == [Action.RETRIEVE, Action.RETRIEVE]
+    assert (
+        search.queries[1]
+        == "What is the capital of the county that contains Van Hook Township? (reworded 1)"
+    )
+    assert result.final_action.terminal and result.answer is not None
+
+
+class RepeatingWriter(EntityWriter):
+    def entity_query(self, question, passages, asked):
+        return asked[-1]
+
+
+def test_a_no_lm_query_that_was_asked_is_reworded():
+    search = Retriever(first=(HOP1,))
+    scheduled_controller(RepeatingWriter(), CountingGenerator(), min_searches=3).run(
+        QUESTION, search
+    )
+    assert len(set(search.queries)) == len(search.queries) >= 3
+
+
+def test_frozen_answerability_waits_for_the_first_measurement():
+    result = controller(writer=EntityWriter(), min_searches=2, live_answerability=False).run(
+        QUESTION, Retriever(first=(HOP1,))
+    )
+    # Frozen at the first *measured* step, not at a scheduled one (where nothing is known).
+    assert [s.answerability for s in result.steps[:2]] == [0.0, 0.0]
+    assert result.steps[2].draft_answer and result.steps[2].answerability > 0.0
+    assert {s.answerability for s in result.steps[2:]} == {result.steps[2].answerability}
+
+
+def test_a_correction_in_a_full_workspace_still_replaces_what_it_dropped():
+    search = Retriever(first=(HOP1, BAD))
+    result = controller(max_evidence=2).run(QUESTION, search)
+    # Full after the first search; the correction's drop makes room for its replacement.
+    assert actions(result) == [Action.RETRIEVE, Action.VERIFY, Action.RETRIEVE, Action.ANSWER]
+    assert [p.id for p in result.evidence] == ["hop1", "hop2"]
+
+
+def test_async_scheduled_searches_give_what_sync_gives():
+    sync = scheduled_controller(EntityWriter(), CountingGenerator(), min_searches=2).run(
+        QUESTION, Retriever(first=(HOP1,))
+    )
+    search = Retriever(first=(HOP1,))
+    asyn = asyncio.run(
+        scheduled_controller(EntityWriter(), CountingGenerator(), min_searches=2).arun(
+            QUESTION, search.async_search
+        )
+    )
+    assert actions(asyn) == actions(sync) and asyn.answer == sync.answer
+    assert search.queries == [QUESTION, "Mountrail County capital"]
+
+
+def test_min_searches_must_be_positive():
+    with pytest.raises(ConfigError, match="min_searches"):
+        BeliefConfig(min_searches=0)

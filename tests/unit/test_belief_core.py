@@ -298,6 +298,30 @@ def test_the_verifier_is_skipped_only_when_no_reply_can_change_the_decision():
     assert not last.needed and "no search is left" in last.why
 
 
+def test_a_full_workspace_takes_no_plain_search_and_asks_the_verifier_only_for_a_correction():
+    full = budget(room=False)
+    # A search would be worth 0.23, but its passages could not be kept: the episode ends.
+    stop = decide(CALM, diag(), 0.2, full, CONFIG, search_cost=100, after_search=0.5)
+    assert stop.action is Action.STOP and "workspace is full" in stop.reason
+    assert decide(CALM, diag(), 0.2, budget(), CONFIG, search_cost=100,
+                  after_search=0.5).action is Action.RETRIEVE  # fmt: skip
+    # A correction's replacement search still follows the drops that make room ...
+    hopeful = verifier_needed((0.14, 0.24), full, CONFIG, cost=0.1, search_cost=100,
+                              after_search=(0.1, 0.4))  # fmt: skip
+    assert hopeful.needed
+    # ... so with no correction left, no reply can lead to a search.
+    closed = BeliefConfig(max_corrections=0)
+    quiet = verifier_needed((0.14, 0.24), full, closed, cost=0.1, search_cost=100,
+                            after_search=(0.1, 0.4))  # fmt: skip
+    assert not quiet.needed and "workspace is full" in quiet.why
+    assert verifier_needed((0.14, 0.24), budget(), closed, cost=0.1, search_cost=100,
+                           after_search=(0.1, 0.4)).needed  # fmt: skip
+    # A scheduled search is not run into a full workspace either.
+    scheduled = budget(room=False, scheduled_left=1)
+    assert decide(CALM, diag(), 0.2, scheduled, CONFIG, search_cost=100,
+                  after_search=0.2).action is Action.STOP  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [

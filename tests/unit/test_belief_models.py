@@ -499,6 +499,27 @@ def test_the_no_lm_rewrite_is_always_new(question, asked) -> None:
     assert found.strip() and query_key(found) not in {query_key(a) for a in [question, *asked]}
 
 
+def test_the_entity_query_follows_the_bridge_with_the_open_relation_and_calls_no_lm() -> None:
+    writer = writer_with()  # no reply scripted: any LM call would fail
+    # "Mountrail County" is named by the evidence and not by the question; the evidence
+    # states neither a capital nor "contains" ("is in" is not a listed equivalent), so the
+    # question's open relation words go with it, as in EviReform's no-LM queries.
+    query = writer.entity_query(QUESTION, [HOP1], [QUESTION])
+    assert query == "Mountrail County capital contains"
+    # Asked already: no other bridge, so the no-LM rewording (never an asked query).
+    again = writer.entity_query(QUESTION, [HOP1], [QUESTION, query])
+    assert again == fallback_rewrite(QUESTION, query, [QUESTION, query])
+    assert query_key(again) not in {query_key(QUESTION), query_key(query)}
+
+
+@settings(max_examples=40, deadline=None)
+@given(question=hostile_text(), asked=st.lists(hostile_text(), max_size=4))
+def test_the_entity_query_is_never_empty_nor_asked(question, asked) -> None:
+    done = [question, *asked]
+    found = writer_with().entity_query(question, [HOP1, HOP2], done)
+    assert found.strip() and query_key(found) not in {query_key(a) for a in done}
+
+
 def test_local_writer_on_a_random_lm_never_repeats_a_query() -> None:
     writer = LMQueryWriter(tiny_lm(2), budget=SMALL, max_query_tokens=16)
     asked = [QUESTION, "Mountrail County the county seat"]

@@ -148,7 +148,26 @@ def test_the_controller_version_follows_the_generators_own_fitted_models(monkeyp
     assert method_versions(["belief"], reader="qwen-1.5b") == {
         "belief": method_version("belief", "qwen-1.5b")
     }
+    # Its preset settings (PRESET_SETTINGS) change its episodes: they are named too.
+    assert method_version("belief", "qwen-1.5b").endswith("preset max_corrections=0 min_searches=2")
+    assert "preset" not in default and "preset" not in method_version("iterative", "qwen-1.5b")
     assert method_version("belief", "another-lm") == default  # falls back to the default pair
     assert belief_methods.fitted_models("qwen-1.5b") is own
     # Methods with no fitted model do not depend on the reader's files.
     assert method_version("iterative", "qwen-1.5b") == method_version("iterative")
+
+
+def test_the_controller_of_a_preset_reader_starts_from_its_settings():
+    from neocorrag_core import EvidenceChainMiner
+    from neocorrag_core.eval.protocol import BuildContext
+
+    def config(**context) -> BeliefConfig:
+        miner = EvidenceChainMiner(embedder=lambda texts: [[1.0] for _ in texts])
+        method = belief_methods.build("belief", BuildContext(miner, **context))
+        return method.controller.config
+
+    assert config(reader="qwen-1.5b").min_searches == 2
+    assert config(reader="qwen-1.5b").max_corrections == 0
+    told = config(reader="qwen-1.5b", belief_overrides={"min_searches": 1})
+    assert told.min_searches == 1 and told.max_corrections == 0
+    assert config().min_searches == 1 and config().max_corrections == 2
