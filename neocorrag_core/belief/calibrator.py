@@ -42,12 +42,17 @@ files in ``neocorrag_core/belief/data``, each fitted on that generator's own epi
 (BeliefRAG fits per backbone)."""
 
 
+def preset_key(lm: Any) -> str:
+    """The bundled preset name of the generator ``lm``: ``"default"`` for ``None``, the
+    name for a string, ``""`` (no preset) for anything else."""
+    return "default" if lm is None else lm if isinstance(lm, str) else ""
+
+
 def shipped_pair(lm: Any) -> tuple[AnswerabilityCalibrator, AnswerabilityCalibrator] | None:
     """The shipped answerability and after-search models fitted for the generator ``lm``:
     ``None`` (the bundled default) or a bundled preset name; ``None`` when no file was
     fitted for it (another model, a framework LLM)."""
-    key = "default" if lm is None else lm if isinstance(lm, str) else None
-    files = SHIPPED_MODELS.get(key) if key is not None else None
+    files = SHIPPED_MODELS.get(preset_key(lm))
     if files is None:
         return None
     return (
@@ -307,6 +312,7 @@ __all__ = [
     "AnswerabilityCalibrator",
     "brier_score",
     "expected_calibration_error",
+    "preset_key",
     "reliability_bins",
     "shipped_pair",
 ]

@@ -170,8 +170,9 @@ than the answer) at nearly every step for a correction that never came."""
 def preset_settings(lm: Any) -> dict[str, Any]:
     """The :data:`PRESET_SETTINGS` of the generator ``lm`` (``None`` = the bundled default,
     a preset name); ``{}`` for any other LM."""
-    key = "default" if lm is None else lm if isinstance(lm, str) else None
-    return dict(PRESET_SETTINGS.get(key, {})) if key is not None else {}
+    from .calibrator import preset_key
+
+    return dict(PRESET_SETTINGS.get(preset_key(lm), {}))
 
 
 def default_config(lm: Any, *, refitted: bool) -> BeliefConfig:

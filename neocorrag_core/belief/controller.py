@@ -212,7 +212,7 @@ class BeliefController:
             forced = st.pending > 0 and config.replace_dropped and can_search
             # So does a search scheduled before the first measurement (min_searches).
             scheduled_left = config.min_searches - st.rounds if st.belief is None else 0
-            room = len(st.workspace) < st.workspace.capacity
+            room = st.workspace.has_room
             scheduled = st.searched and scheduled_left > 0 and can_search and room
             measured_now = st.searched and not forced and not scheduled
             if measured_now:
@@ -403,7 +403,7 @@ class BeliefController:
             tokens_used=st.tally.total,
             corrections_used=st.corrections,
             searched=True,
-            room=len(st.workspace) < st.workspace.capacity,
+            room=st.workspace.has_room,
         )
         return verifier_needed(
             answerability,

@@ -69,6 +69,11 @@ class EvidenceWorkspace:
         """Every mutation, in order."""
         return list(self._log)
 
+    @property
+    def has_room(self) -> bool:
+        """Whether a search's new passages would be kept (fewer than ``capacity`` held)."""
+        return len(self._passages) < self.capacity
+
     def __len__(self) -> int:
         return len(self._passages)
 

@@ -241,8 +241,9 @@ def _shared(context: BuildContext) -> Shared:
         return found
     # The generator's own preset settings (PRESET_SETTINGS), as a controller built for it
     # gets them; --belief changes them like any other field.
-    preset = None if context.reader == "default" else context.reader
-    config = BeliefConfig(**preset_settings(preset)).with_overrides(**context.belief_overrides)
+    config = BeliefConfig(**preset_settings(context.reader)).with_overrides(
+        **context.belief_overrides
+    )
     models = context.miner.models
     budget = PromptBudget(max_passages=config.max_evidence)
     components = default_components(
@@ -297,7 +298,7 @@ def method_version(name: str, reader: str = "default") -> str:
         parts.append(f"after-search {after.version}")
         if ABLATIONS.get(name, {}).get("verify", "auto") == "auto":
             parts.append(VERIFY_GATE_VERSION)
-        settings = preset_settings(None if reader == "default" else reader)
+        settings = preset_settings(reader)
         if settings:
             parts.append("preset " + " ".join(f"{k}={v}" for k, v in sorted(settings.items())))
     if name == "belief-chains":  # its verifier reads the miner's chain block
