@@ -18,15 +18,18 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+import numpy as np
+
 from neocorrag_core.entities import capitalized_spans
-from neocorrag_core.evireform.propositions import build_propositions
-from neocorrag_core.evireform.relations import open_relation_words, qualify
+from neocorrag_core.evireform.propositions import build_propositions, relation_sentences
+from neocorrag_core.evireform.relations import open_relation_words, qualify, relation_words
 from neocorrag_core.evireform.residual import (
     bridge_entities,
     bridge_entity_queries,
     parse_residual_queries,
     residual_prompt_text,
 )
+from neocorrag_core.evireform.selection import evidence_order
 from neocorrag_core.evireform.types import Proposition
 from neocorrag_core.generation import chat_prompt_ids, greedy_generate
 from neocorrag_core.models import LazyModels
@@ -34,7 +37,7 @@ from neocorrag_core.prompt_budget import Clip, PromptTooLongError, fit_prompt, p
 from neocorrag_core.structured import FrameworkLLM, framework_kind
 from neocorrag_core.triples import MetadataTripleSource, TripleSource
 from neocorrag_core.triples.base import triples_per_passage
-from neocorrag_core.types import Passage
+from neocorrag_core.types import Passage, Triple
 from neocorrag_core.validation import check_int
 
 from .components import Usage
@@ -52,6 +55,12 @@ REWRITE_INSTRUCTION = (
 )
 MAX_RELATION_WORDS = 3
 """Relation words a no-LM next-hop query adds to its bridge entity (EviReform's default)."""
+ENTITY_QUERY_VERSION = "entity-query-2"
+"""Identifies the no-LM next-hop query rules (:func:`entity_next_query`) in run metadata;
+bump on any change. ``entity-query-1``: bridges in passage order."""
+EVIDENCE_FACTS = 3
+"""Facts of the ordered evidence whose relation words count as stated (EviReform's
+``max_evidence``): the qualifying words are the question's relation words these leave open."""
 MAX_MISSING_WORDS = 12
 """Words of the missing fact a no-LM query keeps (a search query, not a sentence)."""
 _FUNCTION_WORDS = frozenset(
@@ -110,20 +119,74 @@ def fallback_next_query(
 
 def entity_next_query(
     question: str,
-    evidence: Sequence[Proposition],
+    passages: Sequence[Passage],
+    triples: Sequence[Sequence[Triple]],
     asked: Sequence[str],
     *,
     max_relation_words: int = MAX_RELATION_WORDS,
+    relation_first: bool = True,
 ) -> str:
-    """The no-LM query for the next hop, as EviReform's no-LM residual queries: the first
+    """The query for the next hop without the LM, as EviReform's no-LM residual queries: a
     bridge entity of the evidence that no ``asked`` query names, qualified by the relation
-    words the question asks for and the evidence does not state yet (``"Mountrail County
-    capital"``); without a bridge, :func:`fallback_rewrite`'s rewording. Never empty,
-    never one of ``asked``."""
-    words = open_relation_words(question, [p.text for p in evidence])[:max_relation_words]
-    bridges = bridge_entity_queries(question, evidence, asked=asked, max_queries=3)
+    words the question asks for and the first :data:`EVIDENCE_FACTS` facts do not state
+    (``"Mountrail County capital"``); without a bridge, :func:`fallback_rewrite`'s
+    rewording. Never empty, never one of ``asked``.
+
+    ``passages`` are in the order the searches returned them (the workspace's order: by
+    rank within a search, earlier searches first) and ``triples`` are theirs. With
+    ``relation_first`` (the default) the evidence is ordered as EviReform orders it
+    (:func:`relation_first_evidence`): a fact that states what the question asks about
+    ("His father was Thomas Stanley" for "Who is the father of ...") gives the first
+    bridge, and each fact gives its first bridge before any fact gives a second. Without
+    it, the facts in passage order and all of the relation words the evidence leaves
+    open (rules ``entity-query-1``).
+
+    Known weakness: every relation word of the question counts as asked about, the last
+    hop's too, so a first-hop passage that states the named entity's own "born ... in
+    Leeds" can give "Leeds" for "Where was the father of Edward Smith born?"."""
+    if relation_first:
+        evidence = relation_first_evidence(question, passages, triples, asked)
+        stated = [p.text for p in evidence[:EVIDENCE_FACTS]]
+    else:
+        evidence = build_propositions(passages, triples)
+        stated = [p.text for p in evidence]
+    words = open_relation_words(question, stated)[:max_relation_words]
+    bridges = bridge_entity_queries(
+        question, evidence, asked=asked, max_queries=3, interleave=relation_first
+    )
     found = first_new([qualify(entity, words) for entity in bridges], asked)
     return found or fallback_rewrite(question, asked[-1] if asked else question, asked)
+
+
+def relation_first_evidence(
+    question: str,
+    passages: Sequence[Passage],
+    triples: Sequence[Sequence[Triple]],
+    asked: Sequence[str] = (),
+) -> list[Proposition]:
+    """The facts of ``passages`` (their triples, and the sentences that state one of the
+    question's relation words, which triple extractors miss) in EviReform's evidence order
+    (:func:`~neocorrag_core.evireform.selection.evidence_order`): facts that state a
+    relation word of the question and name a bridge first, one per passage in turn, then
+    the rest by closeness. Only passages that name the question's entities or those of an
+    ``asked`` query anchor a stating fact. No embedder here: a passage's place in
+    ``passages`` (the order the searches returned them) stands in for EviReform's cosine
+    to the question."""
+    wanted = relation_words(question)
+    props = build_propositions(passages, triples)
+    known = {p.text for p in props}
+    props += [p for p in relation_sentences(passages, wanted) if p.text not in known]
+    rank: dict[str, int] = {}
+    for i, passage in enumerate(passages):
+        rank.setdefault(passage.id, i)
+    last = len(passages)
+    closeness = np.array(
+        [-min((rank.get(pid, last) for pid in p.passage_ids), default=last) for p in props],
+        dtype=float,
+    )
+    anchors = [span for text in (question, *asked) for span in capitalized_spans(text)]
+    order = evidence_order(question, props, passages, closeness, wanted=wanted, anchors=anchors)
+    return [props[i] for i in order]
 
 
 def fallback_rewrite(question: str, last_query: str, asked: Sequence[str]) -> str:
@@ -236,8 +299,8 @@ class LMQueryWriter:
         of the passages the LM would be shown); used for searches scheduled before
         anything was measured (``BeliefConfig.min_searches``)."""
         shown = list(passages)[: self.budget.max_passages]
-        evidence = build_propositions(shown, triples_per_passage(self.triple_source, shown))
-        return entity_next_query(question, evidence, asked)
+        triples = triples_per_passage(self.triple_source, shown)
+        return entity_next_query(question, shown, triples, asked)
 
     def rewrite(self, question: str, last_query: str, asked: Sequence[str]) -> tuple[str, Usage]:
         """A reworded query (other wording, or another needed fact); never one of ``asked``."""
@@ -309,5 +372,6 @@ __all__ = [
     "fallback_rewrite",
     "first_new",
     "query_key",
+    "relation_first_evidence",
     "with_missing_fact",
 ]

@@ -27,6 +27,7 @@ question itself, which is the shared top-k: it is served from ``MethodInput.pass
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,7 @@ from neocorrag_core.belief.answer import ANSWER_PROMPT_VERSION, LMAnswerGenerato
 from neocorrag_core.belief.calibrator import shipped_pair
 from neocorrag_core.belief.config import preset_settings
 from neocorrag_core.belief.verifier import VERIFIER_PROMPT_VERSION
-from neocorrag_core.belief.writer import REWRITE_PROMPT_VERSION
+from neocorrag_core.belief.writer import ENTITY_QUERY_VERSION, REWRITE_PROMPT_VERSION
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, SearchFn
 from neocorrag_core.eval.refiners import MINER_OUTPUT_VERSION
 from neocorrag_core.models import LazyModels
@@ -239,11 +240,7 @@ def _shared(context: BuildContext) -> Shared:
     found = context.shared.get("belief")
     if isinstance(found, Shared):
         return found
-    # The generator's own preset settings (PRESET_SETTINGS), as a controller built for it
-    # gets them; --belief changes them like any other field.
-    config = BeliefConfig(**preset_settings(context.reader)).with_overrides(
-        **context.belief_overrides
-    )
+    config = run_config(context.reader, context.belief_overrides)
     models = context.miner.models
     budget = PromptBudget(max_passages=config.max_evidence)
     components = default_components(
@@ -284,11 +281,21 @@ def fitted_models(reader: str) -> tuple[AnswerabilityCalibrator, AnswerabilityCa
     )
 
 
-def method_version(name: str, reader: str = "default") -> str:
+def run_config(reader: str = "default", overrides: Mapping[str, Any] | None = None) -> BeliefConfig:
+    """The controller settings of a run: the generator's own preset settings
+    (``PRESET_SETTINGS``), as a controller built for it gets them, changed by ``--belief``
+    (``overrides``) like any other field."""
+    return BeliefConfig(**preset_settings(reader)).with_overrides(**(overrides or {}))
+
+
+def method_version(
+    name: str, reader: str = "default", belief_overrides: Mapping[str, Any] | None = None
+) -> str:
     """What a cached record of ``name`` depends on beyond the run settings: the prompt
     versions it uses and, for the controller, the versions of the fitted models its
     generator (``reader``) uses (so refitting them, or fitting a pair for that reader,
-    or changing a prompt reruns the records it changes)."""
+    or changing a prompt reruns the records it changes), and the no-LM query rules where
+    the run's settings (preset and ``belief_overrides``) schedule searches."""
     parts = [ANSWER_PROMPT_VERSION]
     if name not in ("closed-book", "single-shot"):
         parts += [VERIFIER_PROMPT_VERSION, REWRITE_PROMPT_VERSION]
@@ -301,6 +308,9 @@ def method_version(name: str, reader: str = "default") -> str:
         settings = preset_settings(reader)
         if settings:
             parts.append("preset " + " ".join(f"{k}={v}" for k, v in sorted(settings.items())))
+        # Scheduled searches (min_searches > 1) use the no-LM next-hop query.
+        if run_config(reader, belief_overrides).min_searches > 1:
+            parts.append(ENTITY_QUERY_VERSION)
     if name == "belief-chains":  # its verifier reads the miner's chain block
         parts.append(MINER_OUTPUT_VERSION)
     return " ".join(parts)
@@ -341,4 +351,5 @@ __all__ = [
     "first_round_search",
     "fitted_models",
     "method_version",
+    "run_config",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
@@ -57,16 +57,20 @@ class MethodSpec:
         factory: MethodFactory = self._resolve(self.factory)
         return factory
 
-    def current_version(self, reader: str = "default") -> str:
+    def current_version(
+        self, reader: str = "default", belief_overrides: Mapping[str, Any] | None = None
+    ) -> str:
         """The method's version now (``""`` when it declares none) for a run with the
-        reader preset ``reader``; cheap, loads no model."""
+        reader preset ``reader`` and the ``--belief`` settings ``belief_overrides``;
+        cheap, loads no model."""
         if not self.version:
             return ""
         version_of = self._resolve(self.version)
-        # Version functions written before the reader mattered take the name only.
-        if "reader" in inspect.signature(version_of).parameters:
-            return str(version_of(self.name, reader=reader))
-        return str(version_of(self.name))
+        # Version functions written before the reader (or the overrides) mattered take
+        # fewer keywords; pass only those a function declares.
+        declared = inspect.signature(version_of).parameters
+        offered = {"reader": reader, "belief_overrides": dict(belief_overrides or {})}
+        return str(version_of(self.name, **{k: v for k, v in offered.items() if k in declared}))
 
 
 _REFINERS = "neocorrag_core.eval.refiners"
@@ -245,12 +249,22 @@ def method_descriptions() -> dict[str, str]:
     return {name: spec.description for name, spec in available_methods().items()}
 
 
-def method_versions(names: Sequence[str], *, reader: str = "default") -> dict[str, str]:
+def method_versions(
+    names: Sequence[str],
+    *,
+    reader: str = "default",
+    belief_overrides: Mapping[str, Any] | None = None,
+) -> dict[str, str]:
     """The current version of each named method that declares one (see
-    :attr:`MethodSpec.version`) in a run whose reader preset is ``reader``; unknown names
-    are left to :func:`build_methods`."""
+    :attr:`MethodSpec.version`) in a run whose reader preset is ``reader`` and whose
+    ``--belief`` settings are ``belief_overrides``; unknown names are left to
+    :func:`build_methods`."""
     specs = available_methods()
-    found = {name: specs[name].current_version(reader) for name in names if name in specs}
+    found = {
+        name: specs[name].current_version(reader, belief_overrides)
+        for name in names
+        if name in specs
+    }
     return {name: version for name, version in found.items() if version}
 
 

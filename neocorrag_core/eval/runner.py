@@ -548,7 +548,9 @@ def run_evaluation(
         raise ValueError(f"{settings.data}: no usable question ({load_report.summary()})")
     check_signature(out, settings)
     cache = ResultCache(out / "cache")
-    versions = method_versions(settings.methods, reader=settings.reader)
+    versions = method_versions(
+        settings.methods, reader=settings.reader, belief_overrides=settings.belief_overrides
+    )
     todo = _pending(examples, settings.methods, cache, versions)
     if todo:
         parts = build_components(

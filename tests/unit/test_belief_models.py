@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from fuzz_strategies import hostile_text
+from hop_fixtures import ACTOR, COSTAR, FATHER_QUESTION
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -47,10 +48,16 @@ from neocorrag_core.belief.verifier import (
     verifier_messages,
     verifier_schema,
 )
-from neocorrag_core.belief.writer import fallback_rewrite, query_key
+from neocorrag_core.belief.writer import (
+    entity_next_query,
+    fallback_rewrite,
+    query_key,
+    relation_first_evidence,
+)
 from neocorrag_core.generation import chat_ids, greedy_generate_scored
 from neocorrag_core.models import LanguageModel, resolve_lm
 from neocorrag_core.structured import Completion, LocalJSONGenerator
+from neocorrag_core.types import Triple
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 needs_outlines = pytest.mark.skipif(
@@ -510,6 +517,35 @@ def test_the_entity_query_follows_the_bridge_with_the_open_relation_and_calls_no
     again = writer.entity_query(QUESTION, [HOP1], [QUESTION, query])
     assert again == fallback_rewrite(QUESTION, query, [QUESTION, query])
     assert query_key(again) not in {query_key(QUESTION), query_key(query)}
+
+
+def test_the_entity_query_follows_the_fact_that_states_what_the_question_asks() -> None:
+    # No triples: each passage gives its title and lead sentence, and the sentences that
+    # state a relation word of the question ("father") give their names.
+    no_triples: list[list[Triple]] = [[], []]
+    passages = [ACTOR, COSTAR]
+    asked = [FATHER_QUESTION]
+    # EviReform's order: the sentence stating "father" in a passage about the question's
+    # entity comes first, so its name is the bridge; "father" is stated, "born" is open.
+    evidence = relation_first_evidence(FATHER_QUESTION, passages, no_triples, asked)
+    assert evidence[0].text == "His father was Thomas Stanley."
+    query = entity_next_query(FATHER_QUESTION, passages, no_triples, asked)
+    assert query == "Thomas Stanley born"
+    # In passage order (rules entity-query-1) the co-star, the first title the question
+    # does not name, was the bridge, and no passage's lead stated either relation.
+    old = entity_next_query(FATHER_QUESTION, passages, no_triples, asked, relation_first=False)
+    assert old == "Laurence Olivier father born"
+    # The bridge asked already: the next one, with the words the evidence leaves open.
+    again = entity_next_query(FATHER_QUESTION, passages, no_triples, [*asked, query])
+    assert again == "Laurence Olivier born"
+
+
+def test_a_stating_fact_counts_only_in_a_passage_about_the_question() -> None:
+    # The same sentence in a passage that names no entity of the question (nor of an
+    # asked query) is not where the chain starts: passage order decides.
+    stray = Passage("stray", "His father was Thomas Stanley.", "Someone Else")
+    evidence = relation_first_evidence(FATHER_QUESTION, [COSTAR, stray], [[], []])
+    assert evidence[0].text.startswith("Laurence Olivier:")
 
 
 @settings(max_examples=40, deadline=None)

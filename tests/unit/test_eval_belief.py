@@ -10,6 +10,7 @@ import pytest
 from test_eval_runner import run, settings_for
 
 from neocorrag_core.belief import BeliefConfig
+from neocorrag_core.belief.writer import ENTITY_QUERY_VERSION
 from neocorrag_core.eval import belief_methods
 from neocorrag_core.eval.belief_methods import BELIEF_METHODS, first_round_search, method_version
 from neocorrag_core.eval.datasets import QAExample
@@ -148,9 +149,22 @@ def test_the_controller_version_follows_the_generators_own_fitted_models(monkeyp
     assert method_versions(["belief"], reader="qwen-1.5b") == {
         "belief": method_version("belief", "qwen-1.5b")
     }
-    # Its preset settings (PRESET_SETTINGS) change its episodes: they are named too.
-    assert method_version("belief", "qwen-1.5b").endswith("preset max_corrections=0 min_searches=2")
+    # Its preset settings (PRESET_SETTINGS) change its episodes: they are named too, and
+    # so are the no-LM query rules its scheduled searches (min_searches=2) follow.
+    assert method_version("belief", "qwen-1.5b").endswith(
+        f"preset max_corrections=0 min_searches=2 {ENTITY_QUERY_VERSION}"
+    )
     assert "preset" not in default and "preset" not in method_version("iterative", "qwen-1.5b")
+    assert ENTITY_QUERY_VERSION not in default
+    # Scheduled searches asked for with --belief name the query rules too (records of
+    # older rules rerun), and --belief min_searches=1 on the preset drops them.
+    scheduled = method_version("belief", belief_overrides={"min_searches": 2})
+    assert scheduled == f"{default} {ENTITY_QUERY_VERSION}"
+    assert method_versions(["belief"], belief_overrides={"min_searches": 2}) == {
+        "belief": scheduled
+    }
+    unscheduled = method_version("belief", "qwen-1.5b", belief_overrides={"min_searches": 1})
+    assert ENTITY_QUERY_VERSION not in unscheduled
     assert method_version("belief", "another-lm") == default  # falls back to the default pair
     assert belief_methods.fitted_models("qwen-1.5b") is own
     # Methods with no fitted model do not depend on the reader's files.

@@ -94,6 +94,10 @@ def reader_version(name: str, reader: str = "default") -> str:
     return f"{name} for {reader}"
 
 
+def overrides_version(name: str, reader: str = "default", belief_overrides=None) -> str:
+    return f"{name} for {reader} with {sorted(belief_overrides.items())}"
+
+
 def test_version_functions_get_the_reader_only_when_they_take_it():
     module = __name__
     old = MethodSpec("a", "a method", f"{module}:build", version=f"{module}:name_only_version")
@@ -102,6 +106,11 @@ def test_version_functions_get_the_reader_only_when_they_take_it():
     assert new.current_version() == "b for default"
     assert new.current_version("qwen-1.5b") == "b for qwen-1.5b"
     assert MethodSpec("c", "a method", f"{module}:build").current_version("qwen-1.5b") == ""
+    # --belief settings reach only the version functions that declare them.
+    assert new.current_version("qwen-1.5b", {"min_searches": 2}) == "b for qwen-1.5b"
+    full = MethodSpec("d", "a method", f"{module}:build", version=f"{module}:overrides_version")
+    assert full.current_version() == "d for default with []"
+    assert full.current_version("x", {"min_searches": 2}) == "d for x with [('min_searches', 2)]"
 
 
 def test_miner_methods_are_versioned_by_output_version_and_changes(monkeypatch):

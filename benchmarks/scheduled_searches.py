@@ -1,0 +1,179 @@
+"""What the controller's scheduled searches (``BeliefConfig.min_searches``) retrieve, without
+any LM: the evidence a generator would read before its first measurement.
+
+For each question of a split: the top-``k`` for the question (the first search), then the
+scheduled searches with the writer's no-LM next-hop query
+(:func:`~neocorrag_core.belief.writer.entity_next_query`), each adding its new passages to
+an evidence workspace of ``max_evidence``, as the controller does. Reported per variant:
+the gold passages in the workspace (evidence recall), the questions whose gold passages
+are all in it (complete), the passages read and the searches made. Variants:
+
+* ``order``: ``relation-first`` (EviReform's evidence order) or ``passage`` (the facts
+  in passage order, rules ``entity-query-1``);
+* ``retry``: whether a scheduled search that added no passage is followed by the next
+  query (up to ``max_rounds`` searches) instead of counting towards ``min_searches``. A
+  what-if: the controller does not retry (every scheduled search counts); the variant
+  measured what a retry would buy, and it bought nothing with the relation-first rules.
+
+The first search is the question's top-``k`` (``--k``, default 5, the eval's ``top_k``),
+as the eval's first round; keep the two equal when comparing with eval runs.
+
+Retrieval and triples as ``neocorrag eval --pool corpus`` (the dense MiniLM over the pooled
+corpus; ``--triples`` a HippoRAG OpenIE file, ``spacy``, or none: titles and sentences
+only). This is how the scheduled-search rules were chosen on the tune halves without
+running the generator::
+
+    python benchmarks/scheduled_searches.py \\
+        --data ../shared/data/musique/hipporag_musique_train_100.json \\
+        --triples ../shared/data/musique/hipporag_musique_train_openie_gpt35.json --split tune
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from neocorrag_core.belief import EvidenceWorkspace
+from neocorrag_core.belief.writer import entity_next_query
+from neocorrag_core.eval.datasets import QAExample, load_qa
+from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
+from neocorrag_core.eval.runner import resolve_triple_source
+from neocorrag_core.eval.splits import in_split
+from neocorrag_core.models import resolve_embedder
+from neocorrag_core.models.bundled import default_cache_dir
+from neocorrag_core.triples.base import triples_per_passage
+from neocorrag_core.types import Passage
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    relation_first: bool
+    retry: bool
+
+
+VARIANTS = (
+    Variant("passage order (entity-query-1)", relation_first=False, retry=False),
+    Variant("passage order + retry", relation_first=False, retry=True),
+    Variant("relation-first", relation_first=True, retry=False),
+    Variant("relation-first + retry", relation_first=True, retry=True),
+)
+
+
+@dataclass
+class Outcome:
+    gold_found: int = 0
+    gold_total: int = 0
+    complete: int = 0
+    passages: int = 0
+    searches: int = 0
+    questions: int = 0
+
+    def add(self, ids: Sequence[str], gold: frozenset[str], searches: int) -> None:
+        found = len(gold.intersection(ids))
+        self.gold_found += found
+        self.gold_total += len(gold)
+        self.complete += int(found == len(gold))
+        self.passages += len(ids)
+        self.searches += searches
+        self.questions += 1
+
+    def row(self, name: str) -> str:
+        n = max(self.questions, 1)
+        return (
+            f"| {name} | {100 * self.gold_found / max(self.gold_total, 1):.1f} "
+            f"| {100 * self.complete / n:.1f} | {self.passages / n:.2f} | {self.searches / n:.2f} |"
+        )
+
+
+def schedule(
+    example: QAExample,
+    first: Sequence[Passage],
+    search: Callable[[str, int], list[Passage]],
+    triples_of: Callable[[Sequence[Passage]], Sequence[Sequence[object]]],
+    variant: Variant,
+    *,
+    k: int,
+    min_searches: int,
+    max_rounds: int,
+    max_evidence: int,
+) -> tuple[tuple[str, ...], int]:
+    """The workspace ids after the scheduled searches, and the searches made."""
+    workspace = EvidenceWorkspace(max_evidence)
+    workspace.add(first, step=0, reason="question")
+    asked, rounds, counted = [example.question], 1, 1
+    while counted < min_searches and rounds < max_rounds and workspace.has_room:
+        shown = workspace.passages
+        query = entity_next_query(
+            example.question,
+            shown,
+            triples_of(shown),  # type: ignore[arg-type]
+            asked,
+            relation_first=variant.relation_first,
+        )
+        added = workspace.add(search(query, k), step=rounds, reason=query)
+        asked.append(query)
+        rounds += 1
+        counted += 1 if (added.new or not variant.retry) else 0
+    return workspace.ids, rounds
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--triples", default=None)
+    parser.add_argument("--split", choices=("tune", "report"), default="tune")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--min-searches", type=int, default=2)
+    parser.add_argument("--max-rounds", type=int, default=4)
+    parser.add_argument("--max-evidence", type=int, default=8)
+    args = parser.parse_args(argv)
+
+    examples = load_qa(args.data)[0]
+    corpus = pooled_corpus(examples)
+    chosen = in_split(examples, args.split)[: args.limit]
+    retriever = Retriever(
+        "dense",
+        embedder=resolve_embedder(None),
+        pool="corpus",
+        corpus=corpus,
+        vector_cache=default_cache_dir() / "eval-vectors",
+    )
+    source = resolve_triple_source(args.triples, "runs/scheduled-searches")
+
+    def triples_of(passages: Sequence[Passage]) -> Sequence[Sequence[object]]:
+        return triples_per_passage(source, list(passages))
+
+    outcomes = {v.name: Outcome() for v in VARIANTS}
+    first_only = Outcome()
+    for example in chosen:
+        first = retriever.retrieve(example, args.k)
+        first_only.add(tuple(p.id for p in first), example.gold_ids, 1)
+        search = retriever.search_fn(example)
+        for variant in VARIANTS:
+            ids, rounds = schedule(
+                example,
+                first,
+                search,
+                triples_of,
+                variant,
+                k=args.k,
+                min_searches=args.min_searches,
+                max_rounds=args.max_rounds,
+                max_evidence=args.max_evidence,
+            )
+            outcomes[variant.name].add(ids, example.gold_ids, rounds)
+    print(f"{args.data} ({args.split}, {len(chosen)} questions, min_searches={args.min_searches})")
+    print("| variant | evidence recall | complete | passages read | searches |")
+    print("|---|---:|---:|---:|---:|")
+    print(first_only.row("first search only"))
+    for name, outcome in outcomes.items():
+        print(outcome.row(name))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""benchmarks/scheduled_searches.py: the no-LM replay of the controller's scheduled searches."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from hop_fixtures import ACTOR, COSTAR, FATHER, FATHER_QUESTION
+
+from neocorrag_core.eval.datasets import QAExample
+from neocorrag_core.types import Passage
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "scheduled_searches.py"
+spec = importlib.util.spec_from_file_location("scheduled_searches", SCRIPT)
+assert spec and spec.loader
+scheduled = importlib.util.module_from_spec(spec)
+sys.modules.setdefault(spec.name, scheduled)  # its dataclasses look their module up
+spec.loader.exec_module(scheduled)
+
+EXAMPLE = QAExample(
+    id="q1",
+    question=FATHER_QUESTION,
+    answers=("Leeds",),
+    passages=(ACTOR, COSTAR, FATHER),
+    gold_ids=frozenset({"actor", "father"}),
+)
+
+
+def search(query: str, k: int) -> list[Passage]:
+    """Only a query naming Thomas Stanley reaches his passage; anything else brings back
+    what the first search found."""
+    return [FATHER][:k] if "Thomas Stanley" in query else [ACTOR, COSTAR][:k]
+
+
+def run(variant, *, min_searches=2, max_rounds=4):
+    return scheduled.schedule(
+        EXAMPLE,
+        [ACTOR, COSTAR],
+        search,
+        lambda shown: [[] for _ in shown],
+        variant,
+        k=5,
+        min_searches=min_searches,
+        max_rounds=max_rounds,
+        max_evidence=8,
+    )
+
+
+def variant(name: str):
+    return next(v for v in scheduled.VARIANTS if v.name == name)
+
+
+def test_the_relation_first_query_reaches_the_second_hop_in_one_search():
+    ids, searches = run(variant("relation-first"))
+    assert ids == ("actor", "costar", "father") and searches == 2
+
+
+def test_the_passage_order_query_misses_it_and_a_retry_searches_until_max_rounds():
+    # Passage order asks for the co-star first, which adds nothing: without a retry that
+    # search counts and the father is never read ...
+    ids, searches = run(variant("passage order (entity-query-1)"))
+    assert ids == ("actor", "costar") and searches == 2
+    # ... and with a retry, the next queries (passage order without triples never sees
+    # the sentence that names him) add nothing either, up to max_rounds searches.
+    ids, searches = run(variant("passage order + retry"))
+    assert ids == ("actor", "costar") and searches == 4
+    assert run(variant("passage order + retry"), max_rounds=3)[1] == 3
+    # A search that added a passage counts: relation-first stops after two either way.
+    assert run(variant("relation-first + retry")) == (("actor", "costar", "father"), 2)
+
+
+def test_outcome_rows_count_gold_found_complete_questions_and_searches():
+    outcome = scheduled.Outcome()
+    outcome.add(("actor", "costar", "father"), EXAMPLE.gold_ids, 2)
+    outcome.add(("actor", "costar"), EXAMPLE.gold_ids, 3)
+    assert outcome.row("x") == "| x | 75.0 | 50.0 | 2.50 | 2.50 |"
