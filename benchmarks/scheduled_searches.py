@@ -44,7 +44,7 @@ from neocorrag_core.eval.splits import in_split
 from neocorrag_core.models import resolve_embedder
 from neocorrag_core.models.bundled import default_cache_dir
 from neocorrag_core.triples.base import triples_per_passage
-from neocorrag_core.types import Passage
+from neocorrag_core.types import Passage, Triple
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def schedule(
     example: QAExample,
     first: Sequence[Passage],
     search: Callable[[str, int], list[Passage]],
-    triples_of: Callable[[Sequence[Passage]], Sequence[Sequence[object]]],
+    triples_of: Callable[[Sequence[Passage]], Sequence[Sequence[Triple]]],
     variant: Variant,
     *,
     k: int,
@@ -109,7 +109,7 @@ def schedule(
         query = entity_next_query(
             example.question,
             shown,
-            triples_of(shown),  # type: ignore[arg-type]
+            triples_of(shown),
             asked,
             relation_first=variant.relation_first,
         )
@@ -144,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     source = resolve_triple_source(args.triples, "runs/scheduled-searches")
 
-    def triples_of(passages: Sequence[Passage]) -> Sequence[Sequence[object]]:
+    def triples_of(passages: Sequence[Passage]) -> Sequence[Sequence[Triple]]:
         return triples_per_passage(source, list(passages))
 
     outcomes = {v.name: Outcome() for v in VARIANTS}
