@@ -226,7 +226,8 @@ class EvidenceReformulationRetriever(ReformulationSettings, BaseRetriever):
     Returns copies of the best ``k`` documents (``id`` and metadata kept) with
     ``neocorrag_evireform_rank`` (1-based), ``neocorrag_evireform_score``,
     ``neocorrag_found_by_query`` / ``neocorrag_found_by_kind`` (the first query that
-    retrieved it: ``"original"``, ``"template"``, ``"entities"``, ``"lm"`` or ``"repeat"``),
+    retrieved it: ``"original"``, ``"question"``, ``"template"``, ``"entities"``, ``"lm"``
+    or ``"repeat"``),
     ``neocorrag_query_ranks`` (every query that retrieved it, with the 1-based rank), and,
     the same on each document of a call, ``neocorrag_residual_queries`` and
     ``neocorrag_evireform_evidence``. The documents passed in are never modified. When the

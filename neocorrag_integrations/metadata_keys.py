@@ -61,8 +61,9 @@ wrapped retriever's results passed through)."""
 FOUND_BY_QUERY = "neocorrag_found_by_query"
 """Text of the first query whose results held the document."""
 FOUND_BY_KIND = "neocorrag_found_by_kind"
-"""Kind of that query: ``"original"``, ``"template"`` (a bridge entity with the question's
-open relation words), ``"entities"`` (a bare bridge entity), ``"lm"`` or ``"repeat"``."""
+"""Kind of that query: ``"original"``, ``"question"`` (a name of the question the first
+search found nothing about), ``"template"`` (a bridge entity with the question's open
+relation words), ``"entities"`` (a bare bridge entity), ``"lm"`` or ``"repeat"``."""
 QUERY_RANKS = "neocorrag_query_ranks"
 """Every query whose results held the document: ``{"query", "kind", "rank"}`` (1-based)."""
 RESIDUAL_QUERIES = "neocorrag_residual_queries"

@@ -273,7 +273,9 @@ def render_report(results: dict[str, Any]) -> str:
             "",
             sources,
             "",
-            "Sources: `template` = a bridge entity with the question's open relation words, "
+            "Sources: `question` = a name of the question that the first search's results "
+            "did not name, with the open relation words; `template` = a bridge entity with "
+            "the question's open relation words, "
             "`entities` = a bare bridge entity, `lm` = written by the LM, `repeat` = the "
             "question again. A query reached a missed gold passage when its results held a "
             "gold passage that the first search's top-k did not.",

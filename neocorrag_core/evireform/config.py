@@ -69,6 +69,11 @@ class ReformulationConfig:
             ``"template"``), so it reaches the next hop instead of any passage that
             mentions the entity; ``False``: the bare entity (kind ``"entities"``).
         max_relation_words: at most this many relation words per query.
+        question_entity_queries: in the first round, up to this many names of the
+            question that no passage of the first search names are searched too (with
+            the open relation words; kind ``"question"``), on top of
+            ``max_residual_queries``: a chain whose first hop the first search missed
+            cannot be reached through any bridge. ``0`` turns it off.
         fill_with_entities: with ``"lm"``, free query slots go to bridge entities that
             the LM's queries do not name (our addition: the 0.5B LM often writes a
             single usable query, and the next hop hides behind another entity).
@@ -104,6 +109,14 @@ class ReformulationConfig:
             links go first to passages whose title a chosen passage names (the hop it
             points to; :func:`~neocorrag_core.evireform.ranking.title_pointers`). Chosen on
             the same tune halves: no chain lost on any, one more on three.
+        follow_names: with ``"chains"``, slots left after the title pointers go first to
+            passages of the first search that share a name (two or more capitalised
+            words, or the title; not one the question gives) with a chosen passage
+            (:func:`~neocorrag_core.evireform.ranking.shared_names`).
+        max_per_page: with ``"chains"``, the pointer, shared-name and score steps pass
+            over a passage whose title already fills this many chosen slots while
+            another passage can take the slot; ``None`` = no cap. Both chosen on the tune
+            halves of five dev files (3 more complete chains of 305, none lost).
 
     Budget
         max_lm_tokens: prompt + generated tokens the LM may spend per question; a step
@@ -134,6 +147,7 @@ class ReformulationConfig:
     relation_words: bool = True
     relation_evidence: bool = True
     max_relation_words: int = 3
+    question_entity_queries: int = 1
     adaptive_rounds: bool = True
     score_temperature: float | None = 0.1
     original_weight: float = 0.5
@@ -143,6 +157,8 @@ class ReformulationConfig:
     chain_lead: int = 1
     max_anchors: int = 3
     follow_titles: bool = True
+    follow_names: bool = True
+    max_per_page: int | None = 2
     max_lm_tokens: int | None = 4000
 
     def __post_init__(self) -> None:
@@ -171,6 +187,8 @@ class ReformulationConfig:
         check_int(owner, "selection_passages", self.selection_passages, minimum=0)
         check_int(owner, "chain_lead", self.chain_lead, minimum=0)
         check_int(owner, "max_anchors", self.max_anchors, minimum=0)
+        check_int(owner, "max_per_page", self.max_per_page, minimum=1, optional=True)
+        check_int(owner, "question_entity_queries", self.question_entity_queries, minimum=0)
         check_int(owner, "max_passage_chars", self.max_passage_chars, minimum=0)
         check_int(owner, "max_lm_tokens", self.max_lm_tokens, minimum=0, optional=True)
         for name in (
@@ -180,6 +198,7 @@ class ReformulationConfig:
             "relation_evidence",
             "adaptive_rounds",
             "follow_titles",
+            "follow_names",
         ):
             check_bool(owner, name, getattr(self, name))
         check_number(owner, "evidence_margin", self.evidence_margin, low=0.0, optional=True)

@@ -22,14 +22,22 @@ Nintendo Entertainment System" points to the page "Nintendo Entertainment System
 free slot goes first to a passage that a chosen one points to, and that passage can point
 to the next. Chosen on the tune halves of five dev files (no chain lost on any; one more
 complete chain on three of them; docs/benchmarks.md).
+
+Shared names and a cap per page are ours as well (rules ``chains-5``): after the pointers,
+a free slot goes to a passage of the first search that names something a chosen passage
+names ("John Knox" in the page about Margaret Knox and in the page about Presbyterianism),
+and while other passages are left, no page fills more than two of the free slots (MuSiQue
+paragraphs share titles: four paragraphs of "Atomic bombings of Hiroshima and Nagasaki"
+hold one entity and pushed out the "Enola Gay" page the first search had ranked first).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from neocorrag_core.entities import capitalized_spans
 from neocorrag_core.types import Passage
 
 from .relations import FUNCTION_WORDS
@@ -124,6 +132,36 @@ def _pointer_form(title: str, key: str) -> str:
     return match_key(_QUALIFIER.sub("", title), fold_case=False)
 
 
+def shared_names(
+    passages: Sequence[Passage], question: str, *, among: Collection[str]
+) -> dict[str, list[str]]:
+    """Passage id -> the ids in ``among`` (other passages) that name something it names
+    too, in ``passages`` order: a name is a capitalised span of at least two words in the
+    text, or the title ("John Knox", "Cairo University"), case and accents ignored; names
+    the question gives, numbers and dates do not count (every passage the question
+    retrieved shares those)."""
+    question_key = f" {match_key(question)} "
+    names = {p.id: _names(p, question_key) for p in passages}
+    return {
+        p.id: [
+            other.id
+            for other in passages
+            if other.id in among and other.id != p.id and names[p.id] & names[other.id]
+        ]
+        for p in passages
+    }
+
+
+def _names(passage: Passage, question_key: str) -> set[str]:
+    spans = [*capitalized_spans(passage.text), passage.title]
+    keys = {match_key(s) for s in spans if s}
+    return {
+        key
+        for key in keys
+        if len(key.split()) >= 2 and not is_date_or_number(key) and f" {key} " not in question_key
+    }
+
+
 def chain_top_k(
     order: Sequence[str],
     links: Sequence[ChainLink],
@@ -132,15 +170,24 @@ def chain_top_k(
     lead: int = 1,
     anchors: Sequence[str] = (),
     pointers: Mapping[str, Sequence[str]] | None = None,
+    neighbours: Mapping[str, Sequence[str]] | None = None,
+    pages: Mapping[str, str] | None = None,
+    max_per_page: int | None = None,
 ) -> list[str]:
     """The top-``k`` ids: the ``anchors`` (at most ``k``), then the first ``lead`` of
     ``order`` (the mixed-score ranking, best first), then each link whose missing ends
     still fit, in turn, then (with ``pointers``, id -> ids it points to, see
     :func:`title_pointers`) the best-ordered passage a chosen one points to, again and
-    again, then the rest of ``order``; returned in ``order``'s order. Anchors, link ends
-    and pointers missing from ``order`` are ignored."""
+    again, then (with ``neighbours``, id -> ids that share a name with it, see
+    :func:`shared_names`) the best-ordered passage that shares a name with a chosen one,
+    again and again, then the rest of ``order``; returned in ``order``'s order. With
+    ``pages`` (id -> page key, e.g. the title; ``""`` = a page of its own) and
+    ``max_per_page``, those last three steps pass over a passage whose page already has
+    ``max_per_page`` chosen while another passage can take the slot. Anchors, link ends,
+    pointers and neighbours missing from ``order`` are ignored."""
     rank = {pid: i for i, pid in enumerate(order)}
     chosen: list[str] = []
+    page_of = pages or {}
 
     def take(*ids: str) -> None:
         # A link enters whole or not at all: half a chain is no better than any passage.
@@ -148,18 +195,30 @@ def chain_top_k(
         if len(chosen) + len(missing) <= k:
             chosen.extend(missing)
 
+    def crowded(pid: str) -> bool:
+        page = page_of.get(pid, "")
+        if max_per_page is None or not page:
+            return False
+        return sum(1 for c in chosen if page_of.get(c, "") == page) >= max_per_page
+
     for pid in anchors:
         take(pid)
     for pid in order[: max(0, lead)]:
         take(pid)
     for link in links:
         take(link.source, link.hop)
-    while pointers and len(chosen) < k:
-        pointed = {t for pid in chosen for t in pointers.get(pid, ())}
-        nxt = next((pid for pid in order if pid in pointed and pid not in chosen), None)
-        if nxt is None:
-            break
-        take(nxt)
+    for follow in (pointers, neighbours):
+        while follow and len(chosen) < k:
+            reached = {t for pid in chosen for t in follow.get(pid, ())}
+            nxt = next(
+                (p for p in order if p in reached and p not in chosen and not crowded(p)), None
+            )
+            if nxt is None:
+                break
+            take(nxt)
+    for pid in order:
+        if not crowded(pid):
+            take(pid)
     for pid in order:
         take(pid)
     return sorted(chosen, key=rank.__getitem__)
@@ -174,11 +233,23 @@ def chain_links(
 ) -> list[ChainLink]:
     """One :class:`ChainLink` per residual query whose bridge entity an ``evidence`` fact
     names and that found a passage about that entity: that passage (the best-ranked of its
-    results about the bridge) and the best-ranked passage of the fact that named it."""
+    results about the bridge) and the best-ranked passage of the fact that named it. A
+    query of kind ``"question"`` (a name of the question itself) links ``""`` to its first
+    result about the name, else its first result that names it."""
     rank = {p.id: i for i, p in enumerate(order)}
     links: list[ChainLink] = []
     for index, query in enumerate(queries):
         if not query.bridge:
+            continue
+        if query.kind == "question":
+            # The question's own entity: no fact named it, so the hop has no source; the
+            # best result about it (by title, else naming it anywhere) starts the chain.
+            hits = [passages[pid] for pid in results.get(index, []) if pid in passages]
+            about = [p.id for p in hits if about_entity(query.bridge, p.title, p.text)]
+            naming = [p.id for p in hits if names_entity(p.text, query.bridge)]
+            hop = next(iter(about + naming), None)
+            if hop is not None:
+                links.append(ChainLink("", hop))
             continue
         named = [
             pid
@@ -206,6 +277,7 @@ __all__ = [
     "chain_links",
     "chain_top_k",
     "question_anchors",
+    "shared_names",
     "title_named",
     "title_pointers",
 ]

@@ -37,14 +37,16 @@ from neocorrag_core.types import Passage
 
 from .config import ReformulationConfig
 from .propositions import build_propositions, relation_sentences
-from .ranking import chain_links, chain_top_k, question_anchors, title_pointers
+from .ranking import chain_links, chain_top_k, question_anchors, shared_names, title_pointers
 from .relations import open_relation_words, qualify
 from .residual import (
     bridge_entities,
     bridge_entity_queries,
+    match_key,
     names_entity,
     parse_residual_queries,
     residual_prompt_text,
+    unfound_question_entities,
 )
 from .scoring import aggregate_to_passages, mix_query_scores, propagate, shared_entity_neighbors
 from .selection import (
@@ -281,7 +283,8 @@ class EvidenceReformulator:
                 if not texts:
                     state.notes.append("residual_queries: bridge entities (the LM wrote none)")
             if queries and not config.fill_with_entities:
-                return queries, False
+                asked_first = self._question_entity_queries(state, fresh, round_number, [], config)
+                return asked_first + queries, False
         room = config.max_residual_queries - len(queries)
         entities = bridge_entity_queries(
             state.question,
@@ -296,7 +299,25 @@ class EvidenceReformulator:
         for entity in entities:
             text = qualify(entity, words)
             queries.append((text, "template" if text != entity else "entities", entity))
-        return queries, False
+        asked_first = self._question_entity_queries(state, fresh, round_number, words, config)
+        return asked_first + queries, False
+
+    @staticmethod
+    def _question_entity_queries(
+        state: _State,
+        fresh: list[Passage],
+        round_number: int,
+        words: list[str],
+        config: ReformulationConfig,
+    ) -> list[tuple[str, QueryKind, str]]:
+        """The first round's queries for names of the question that the first search
+        found nothing about (ours, not the paper's; on top of the bridge queries)."""
+        if round_number != 1:
+            return []
+        missing = unfound_question_entities(
+            state.question, fresh, max_entities=config.question_entity_queries
+        )
+        return [(qualify(e, words), "question", e) for e in missing]
 
     def _select(
         self,
@@ -431,6 +452,7 @@ class EvidenceReformulator:
             links = chain_links(state.queries, state.results, state.evidence, by_id, order)
             first_ranks = {pid: ranks[0] for pid, ranks in state.ranks.items() if 0 in ranks}
             anchors = question_anchors(state.question, order, first_ranks, limit=config.max_anchors)
+            first_ids = state.results.get(0, [])
             ids = chain_top_k(
                 [p.id for p in order],
                 links,
@@ -438,6 +460,13 @@ class EvidenceReformulator:
                 lead=config.chain_lead,
                 anchors=anchors,
                 pointers=title_pointers(order) if config.follow_titles else None,
+                neighbours=(
+                    shared_names(order, state.question, among=set(first_ids))
+                    if config.follow_names
+                    else None
+                ),
+                pages={p.id: match_key(p.title) for p in order},
+                max_per_page=config.max_per_page,
             )
             top = [by_id[pid] for pid in ids]
         ranked = []

@@ -13,9 +13,12 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from neocorrag_core.entities import capitalized_spans
 from neocorrag_core.graph import normalize_entity
 from neocorrag_core.prompt_budget import Clip, PieceKind
+from neocorrag_core.types import Passage
 
+from .relations import FUNCTION_WORDS
 from .types import Proposition
 
 RESIDUAL_INSTRUCTION = (
@@ -262,6 +265,36 @@ def bridge_entity_queries(
     return fresh[: max(0, max_queries)]
 
 
+def unfound_question_entities(
+    question: str, passages: Sequence[Passage], *, max_entities: int = 1
+) -> list[str]:
+    """Up to ``max_entities`` names the question gives (its capitalised spans, in order)
+    that no passage of ``passages`` names, in its title or its text.
+
+    A multi-hop chain starts from the question's own entity; when the first search
+    returned nothing about it ("the place that employed Said Ashour" finds pages about
+    university rankings), no bridge of the evidence can lead there. Skipped: numbers and
+    dates, spans of function words only, and a single word that opens the question
+    ("According to ..."), which is capitalised as the sentence's first word."""
+    if max_entities <= 0:
+        return []
+    first_word = match_key(question).split()[:1]
+    found: list[str] = []
+    for span in capitalized_spans(question):
+        key = match_key(span)
+        words = key.split()
+        if not words or is_date_or_number(key) or all(w in FUNCTION_WORDS for w in words):
+            continue
+        if len(words) == 1 and words == first_word:
+            continue
+        if any(names_entity(p.title, span) or names_entity(p.text, span) for p in passages):
+            continue
+        found.append(" ".join(span.split()))
+        if len(found) == max_entities:
+            break
+    return found
+
+
 __all__ = [
     "RESIDUAL_EXAMPLE",
     "RESIDUAL_INSTRUCTION",
@@ -274,4 +307,5 @@ __all__ = [
     "names_entity",
     "parse_residual_queries",
     "residual_prompt_text",
+    "unfound_question_entities",
 ]

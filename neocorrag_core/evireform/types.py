@@ -8,9 +8,10 @@ from typing import Literal
 from neocorrag_core.cost import Cost
 from neocorrag_core.types import Passage, Triple
 
-QueryKind = Literal["original", "lm", "entities", "template", "repeat"]
-"""Who wrote a query: the question itself, the LM, a bare bridge entity, a bridge entity
-with the question's open relation words (``"template"``), or the repeat control."""
+QueryKind = Literal["original", "question", "lm", "entities", "template", "repeat"]
+"""Who wrote a query: the question itself, a name of the question that the first search
+found nothing about (``"question"``), the LM, a bare bridge entity, a bridge entity with
+the question's open relation words (``"template"``), or the repeat control."""
 
 
 @dataclass(frozen=True)

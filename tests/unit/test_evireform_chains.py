@@ -14,13 +14,15 @@ from neocorrag_core.evireform import (
 from neocorrag_core.evireform.ranking import (
     ChainLink,
     about_entity,
+    chain_links,
     chain_top_k,
     question_anchors,
+    shared_names,
     title_named,
     title_pointers,
 )
 from neocorrag_core.evireform.relations import open_relation_words, qualify, relation_words
-from neocorrag_core.evireform.residual import names_entity
+from neocorrag_core.evireform.residual import names_entity, unfound_question_entities
 
 NO_LM = ReformulationConfig(selection="embedding", residual_queries="entities")
 
@@ -339,6 +341,12 @@ def test_new_settings_are_validated():
         ReformulationConfig(chain_lead=-1)
     with pytest.raises(ValueError, match="follow_titles"):
         ReformulationConfig(follow_titles="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="question_entity_queries"):
+        ReformulationConfig(question_entity_queries=-1)
+    with pytest.raises(ValueError, match="max_per_page"):
+        ReformulationConfig(max_per_page=0)
+    with pytest.raises(ValueError, match="follow_names"):
+        ReformulationConfig(follow_names=1)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------- the wrapper benchmark
@@ -392,10 +400,144 @@ def test_anchors_keep_the_compared_entities_that_bridge_queries_push_out(bow_emb
             return [local, bands[0], bands[1], against][:k]
         return bands[:k]
 
-    config = NO_LM.with_overrides(original_weight=0.1, evidence_margin=None, max_evidence=9)
+    # (no search for "United States", which no passage names: this case is about anchors)
+    config = NO_LM.with_overrides(
+        original_weight=0.1, evidence_margin=None, max_evidence=9, question_entity_queries=0
+    )
     reformulator = EvidenceReformulator(config, embedder=bow_embedder)
     plain = reformulator.retrieve(question, search, k=3, first_k=4, max_anchors=0)
     assert {"local", "for"}.isdisjoint(r.passage.id for r in plain.passages)
     anchored = reformulator.retrieve(question, search, k=3, first_k=4)
     assert {"local", "for"} <= {r.passage.id for r in anchored.passages}
     assert len(anchored.passages) == 3
+
+
+# ------------------------------------------------------- the question's own unfound entity
+
+
+def test_unfound_question_entities_by_hand():
+    question = (
+        "According to QS, what is the ranking of the place that employed Said Ashour in 1990?"
+    )
+    rankings = Passage("r", "Cairo University is ranked 551-600 by QS.", title="Egypt")
+    # "According" opens the question; "QS" is named by a passage; "1990" is a number.
+    assert unfound_question_entities(question, [rankings]) == ["Said Ashour"]
+    about_him = Passage("a", "He taught history.", title="Said A. Ashour")
+    assert unfound_question_entities(question, [rankings, about_him]) == []
+    naming_him = Passage("n", "Said Ashour wrote 22 books.", title="Books")
+    assert unfound_question_entities(question, [rankings, naming_him]) == []
+    two = "Where did Ada Lovelace meet Charles Babbage?"
+    assert unfound_question_entities(two, [], max_entities=2) == ["Ada Lovelace", "Charles Babbage"]
+    assert unfound_question_entities(two, []) == ["Ada Lovelace"]
+    assert unfound_question_entities(two, [], max_entities=0) == []
+
+
+SCHOLAR_Q = "What is the ranking of the place that employed Said Ashour?"
+SCHOLAR = _doc(
+    "scholar",
+    "Said A. Ashour was a professor of history at Cairo University.",
+    ("Said A. Ashour", "employed by", "Cairo University"),
+    title="Said Ashour",
+)
+RANKINGS = [
+    _doc(f"rank{i}", f"University {i} has a ranking of {i}.", (f"University {i}", "has", "ranking"))
+    for i in range(5)
+]
+
+
+def _scholar_search(calls: list[str]):
+    def search(query: str, k: int) -> list[Passage]:
+        calls.append(query)
+        if query.startswith("Said Ashour"):  # only a search by his name finds his page
+            return [*RANKINGS[:2], SCHOLAR][:k]
+        return RANKINGS[:k]
+
+    return search
+
+
+def test_a_question_entity_the_first_search_missed_is_searched_and_kept(bow_embedder):
+    calls: list[str] = []
+    reformulator = EvidenceReformulator(NO_LM, embedder=bow_embedder)
+    result = reformulator.retrieve(SCHOLAR_Q, _scholar_search(calls), k=3)
+    question_queries = [q for q in result.queries if q.kind == "question"]
+    assert [(q.text, q.bridge, q.round) for q in question_queries] == [
+        ("Said Ashour employed", "Said Ashour", 1)
+    ]
+    assert calls[1] == "Said Ashour employed"
+    # his page is the third result of his query and the lowest-scored for the question,
+    # yet the top-3 keeps it: it starts the chain
+    assert "scholar" in {r.passage.id for r in result.passages}
+
+    calls.clear()
+    off = reformulator.retrieve(SCHOLAR_Q, _scholar_search(calls), k=3, question_entity_queries=0)
+    assert not [q for q in off.queries if q.kind == "question"]
+    assert "scholar" not in {p.id for p in off.pool}
+
+
+def test_chain_links_start_a_chain_from_a_question_query():
+    queries = [
+        ReformulationQuery(SCHOLAR_Q, "original", 0),
+        ReformulationQuery("Said Ashour employed", "question", 1, "Said Ashour"),
+    ]
+    passages = {p.id: p for p in [*RANKINGS, SCHOLAR]}
+    order = [*RANKINGS, SCHOLAR]
+    # about him by title first, even when another result comes earlier
+    links = chain_links(queries, {1: ["rank0", "scholar"]}, [], passages, order)
+    assert links == [ChainLink("", "scholar")]
+    # else the first result that names him anywhere
+    naming = _doc("naming", "A book by Said Ashour.", title="Books")
+    passages["naming"] = naming
+    links = chain_links(queries, {1: ["rank0", "naming"]}, [], passages, [*order, naming])
+    assert links == [ChainLink("", "naming")]
+    assert chain_links(queries, {1: ["rank0"]}, [], passages, order) == []
+
+
+# ------------------------------------------------------------ shared names, pages capped
+
+KNOX_Q = "In what year did Margaret Knox's spouse pass away?"
+WIFE = Passage("wife", "Margaret Knox was the second wife of John Knox.", title="Margaret Knox")
+CHURCH = Passage("church", "John Knox led the Scottish Reformation in 1560.", title="Church")
+SIEGE = Passage("siege", "Henry Knox brought cannons to Boston in 1775.", title="Siege of Boston")
+OTHER = Passage("other", "Margaret Knox Smith sang in Boston.", title="Singers")
+
+
+def test_shared_names_by_hand():
+    passages = [WIFE, CHURCH, SIEGE, OTHER]
+    among = {"church", "siege", "other"}
+    shared = shared_names(passages, KNOX_Q, among=among)
+    # "John Knox" joins the wife's page and the church's; "Margaret Knox" is the question's
+    # own name and joins nothing; one word ("Knox", "Boston") is not a name to share
+    assert shared["wife"] == ["church"]
+    assert shared["church"] == []  # the wife's page is not among the candidates
+    assert shared["siege"] == [] and shared["other"] == []
+    assert shared_names(passages, KNOX_Q, among=among | {"wife"})["church"] == ["wife"]
+    # the title counts as a name of its page
+    page = Passage("page", "It is a place.", title="John Knox")
+    assert shared_names([WIFE, page], KNOX_Q, among={"page"})["wife"] == ["page"]
+
+
+def test_chain_top_k_follows_shared_names_after_pointers():
+    order = ["a", "b", "c", "d", "e"]
+    neighbours = {"a": ["e"], "e": ["d"]}
+    assert chain_top_k(order, [], 3, neighbours=neighbours) == ["a", "d", "e"]
+    # pointers first, then shared names
+    assert chain_top_k(order, [], 3, pointers={"a": ["c"]}, neighbours=neighbours) == [
+        "a",
+        "c",
+        "e",
+    ]
+    assert chain_top_k(order, [], 3) == ["a", "b", "c"]
+
+
+def test_chain_top_k_caps_the_free_slots_per_page():
+    order = ["p1", "p2", "p3", "p4", "q1", "r1"]
+    pages = {"p1": "atomic", "p2": "atomic", "p3": "atomic", "p4": "atomic", "q1": "enola"}
+    # "r1" has no page key: a page of its own
+    assert chain_top_k(order, [], 4, pages=pages, max_per_page=2) == ["p1", "p2", "q1", "r1"]
+    assert chain_top_k(order, [], 4, pages=pages) == ["p1", "p2", "p3", "p4"]
+    # when nothing else is left the cap gives way: the slots are filled
+    assert chain_top_k(order[:4], [], 3, pages=pages, max_per_page=2) == ["p1", "p2", "p3"]
+    # anchors and links are never capped
+    links = [ChainLink("p3", "p4")]
+    got = chain_top_k(order, links, 4, lead=0, anchors=["p1"], pages=pages, max_per_page=1)
+    assert got == ["p1", "p3", "p4", "q1"]
