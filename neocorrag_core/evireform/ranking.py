@@ -26,9 +26,10 @@ complete chain on three of them; docs/benchmarks.md).
 Shared names and a cap per page are ours as well (rules ``chains-5``): after the pointers,
 a free slot goes to a passage of the first search that names something a chosen passage
 names ("John Knox" in the page about Margaret Knox and in the page about Presbyterianism),
-and while other passages are left, no page fills more than two of the free slots (MuSiQue
-paragraphs share titles: four paragraphs of "Atomic bombings of Hiroshima and Nagasaki"
-hold one entity and pushed out the "Enola Gay" page the first search had ranked first).
+and in the free slots a page with two passages chosen (by any step) gets no more while
+another passage can take the slot (MuSiQue paragraphs share titles: four paragraphs of
+"Atomic bombings of Hiroshima and Nagasaki" hold one entity and pushed out the "Enola Gay"
+page the first search had ranked first).
 """
 
 from __future__ import annotations
