@@ -27,8 +27,11 @@ class ReformulationConfig:
 
     Retrieval
         first_k: passages asked of the search for the original question (``None``: the
-            ``k`` the caller asked for).
-        residual_k: passages asked for each residual query.
+            ``k`` the caller asked for). A deeper first search is not better: 10 for a
+            top-5 completed more MuSiQue pools but lost Chain@5 on both MuSiQue tune
+            halves (its extra passages change the bridges searched; docs/benchmarks.md).
+        residual_k: passages asked for each residual query (3 and 10 measured on the
+            MuSiQue tune halves: no better than 5).
         residual_retrieval: ``False`` is the paper's *rerank* control: residual queries
             only re-score the first pool, nothing new is retrieved.
         rounds: reformulation rounds at most (paper's main setting: 1).

@@ -271,6 +271,7 @@ class EvidenceReformulator:
             )
             return [], False
         bridges = bridge_entities(state.question, recent, interleave=True)
+        words = open_words[: config.max_relation_words] if config.relation_words else []
         queries: list[tuple[str, QueryKind, str]] = []
         if config.residual_queries == "lm":
             with timed(state.timings, "residual"):
@@ -283,7 +284,9 @@ class EvidenceReformulator:
                 if not texts:
                     state.notes.append("residual_queries: bridge entities (the LM wrote none)")
             if queries and not config.fill_with_entities:
-                asked_first = self._question_entity_queries(state, fresh, round_number, [], config)
+                asked_first = self._question_entity_queries(
+                    state, fresh, round_number, words, config
+                )
                 return asked_first + queries, False
         room = config.max_residual_queries - len(queries)
         entities = bridge_entity_queries(
@@ -295,7 +298,6 @@ class EvidenceReformulator:
         )
         if not queries and not entities:
             state.notes.append("residual_queries: no bridge entity in the evidence")
-        words = open_words[: config.max_relation_words] if config.relation_words else []
         for entity in entities:
             text = qualify(entity, words)
             queries.append((text, "template" if text != entity else "entities", entity))

@@ -519,3 +519,34 @@ def test_sufficient_stops_the_loop(bow_embedder, tiny_lm, monkeypatch):
         lm=tiny_lm,
     ).retrieve(QUESTION, search, k=5)
     assert result.sufficient and len(result.queries) == 1 and len(search.calls) == 1
+
+
+def test_lm_path_question_query_carries_the_relation_words_too(bow_embedder, tiny_lm, monkeypatch):
+    # No first-search passage names "Said Ashour": round 1 also searches his name. Without
+    # fill_with_entities the LM's queries return early; that path must write the question
+    # query the way the no-LM path does (with the open relation words), not the bare name.
+    question = "Where was the director of Film X born, according to Said Ashour?"
+    _scripted_lm(monkeypatch, tiny_lm, "Jane Roe hometown")
+    lm_only = EvidenceReformulator(
+        ReformulationConfig(
+            selection="embedding",
+            residual_queries="lm",
+            fill_with_entities=False,
+            max_lm_tokens=None,
+        ),
+        embedder=bow_embedder,
+        lm=tiny_lm,
+    ).retrieve(question, BridgeSearch(), k=5)
+    no_lm = EvidenceReformulator(
+        ReformulationConfig(selection="embedding", residual_queries="entities"),
+        embedder=bow_embedder,
+    ).retrieve(question, BridgeSearch(), k=5)
+
+    def asked_for_him(result):
+        return [q.text for q in result.queries if q.kind == "question"]
+
+    assert [(q.text, q.kind) for q in lm_only.queries if q.kind == "lm"] == [
+        ("Jane Roe hometown", "lm")
+    ]
+    assert asked_for_him(lm_only) == asked_for_him(no_lm)
+    assert asked_for_him(lm_only) == ["Said Ashour born according"]  # not the bare name
