@@ -81,9 +81,12 @@ class ReformulationCall(Generic[T]):
 
     A document keeps its own id as passage id; one without an id gets
     :func:`content_id`, so the same document returned by two queries is merged even when
-    the retriever builds fresh objects each time. A *different* text under an id seen
-    before gets ``<id>#<digest>``, so documents that share an id are still told apart.
-    The first object seen for an id is the one whose copy is returned.
+    the retriever builds fresh objects each time. A title and text seen before under
+    another id keep the first id (LlamaIndex gives a node without an id a random one on
+    every retrieval). A *different* text under an id seen before gets ``<id>#<digest>``, so
+    documents that share an id are still told apart.
+    The object returned is the one the query credited with the document
+    (``neocorrag_found_by_query``) returned, whichever search finished first.
 
     One instance per call, never shared between calls (so calls stay thread-safe); the
     async driver registers results on the event loop's thread only.
@@ -92,6 +95,8 @@ class ReformulationCall(Generic[T]):
     def __init__(self, to_sources: Callable[[Sequence[T]], list[SourceDocument]]) -> None:
         self._to_sources = to_sources
         self._originals: dict[str, T] = {}
+        self._by_query: dict[tuple[str, str], T] = {}
+        self._first_id: dict[str, str] = {}  # content fingerprint -> the id it came with first
         self._fingerprints: dict[str, str] = {}
 
     def search_with(
@@ -100,7 +105,7 @@ class ReformulationCall(Generic[T]):
         """The engine's ``search(query, k)``: the first ``k`` documents ``fetch`` returns."""
 
         def search(query: str, k: int) -> list[Passage]:
-            return self.register(_first(fetch(query), k))
+            return self.register(_first(fetch(query), k), query)
 
         return search
 
@@ -110,12 +115,13 @@ class ReformulationCall(Generic[T]):
         """The engine's async ``search(query, k)`` over ``afetch``."""
 
         async def search(query: str, k: int) -> list[Passage]:
-            return self.register(_first(await afetch(query), k))
+            return self.register(_first(await afetch(query), k), query)
 
         return search
 
-    def register(self, documents: Sequence[T]) -> list[Passage]:
-        """Engine passages for ``documents`` (in order), remembering the originals."""
+    def register(self, documents: Sequence[T], query: str = "") -> list[Passage]:
+        """Engine passages for ``documents`` (in order), remembering the originals (and
+        which ``query`` returned each)."""
         sources = self._to_sources(documents)
         passages = []
         for source, original in zip(sources, documents, strict=True):
@@ -123,6 +129,7 @@ class ReformulationCall(Generic[T]):
             title = title if isinstance(title, str) else ""
             pid = self._passage_id(source, title)
             self._originals.setdefault(pid, original)
+            self._by_query.setdefault((query, pid), original)
             passages.append(
                 Passage(
                     id=pid,
@@ -136,16 +143,30 @@ class ReformulationCall(Generic[T]):
 
     def _passage_id(self, source: SourceDocument, title: str) -> str:
         fingerprint = content_id(source.text, title)
+        if fingerprint in self._first_id:
+            # The same title and text seen under another id is the same document: LlamaIndex
+            # gives a node without an id a fresh random one on every retrieval, and a
+            # document dropped once must not come back under a new name.
+            return self._first_id[fingerprint]
         pid = source.id if isinstance(source.id, str) and source.id else fingerprint
         while pid in self._fingerprints and self._fingerprints[pid] != fingerprint:
             pid = f"{pid}#{fingerprint.removeprefix('sha256:')[:12]}"
         self._fingerprints[pid] = fingerprint
+        self._first_id[fingerprint] = pid
         return pid
 
     def items(self, result: ReformulationResult) -> list[ReformedItem[T]]:
         """The output documents of an engine result, best first."""
+        # Concurrent searches register in the order they finish; the engine credits the
+        # first query in query order, so the original comes from that query's results.
         return [
-            ReformedItem(self._originals[m.passage_id], m.score, m.metadata)
+            ReformedItem(
+                self._by_query.get(
+                    (m.metadata[FOUND_BY_QUERY], m.passage_id), self._originals[m.passage_id]
+                ),
+                m.score,
+                m.metadata,
+            )
             for m in reformulation_metadata(result)
         ]
 

@@ -14,6 +14,7 @@ import asyncio
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
+from numbers import Real
 from typing import Any, TypeVar
 
 from neocorrag_core.errors import ConfigError, InputError, ModelCallError, NeocorragError
@@ -30,9 +31,10 @@ from .components import (
     Usage,
     UsageTally,
     Verifier,
+    VerifierReply,
 )
 from .config import BeliefConfig, config_with_default_verify
-from .rules import Budget, VerifierCheck, decide, retrieval_value, verifier_needed
+from .rules import Budget, VerifierCheck, decide, out_of_budget, retrieval_value, verifier_needed
 from .state import update_belief
 from .types import VERIFIER_NAMES, Action, Belief, BeliefResult, Decision, Diagnostics, Step
 from .workspace import EvidenceWorkspace
@@ -61,6 +63,7 @@ class _State:
     rewrote_last: bool = False
     novelty: float = 1.0
     measure_cost_per_passage: float = 0.0
+    measure_cost: int = 0
     writer_cost: int = 0
     verifier_note: str = ""
     """Why the last measurement skipped the verifier ("" when it called it)."""
@@ -68,6 +71,13 @@ class _State:
     def call(self, outcome: tuple[T, Usage]) -> T:
         """Count one model call's tokens and hand back its value."""
         return self.tally.call(outcome)
+
+    def can_measure(self, config: BeliefConfig) -> bool:
+        """Whether measuring the workspace again (draft, verifier) is expected to fit the
+        token cap, at the last measurement's cost per passage."""
+        # Not scaled down for a smaller workspace: the prompts' fixed part dominates there.
+        expected = max(self.measure_cost, self.measure_cost_per_passage * len(self.workspace))
+        return self.tally.total + expected <= config.max_tokens
 
     def search_cost(self, k: int) -> int:
         """Tokens one more search round is expected to cost: writing its query, then
@@ -116,6 +126,7 @@ class BeliefController:
                     f"BeliefController: {name} must implement {proto.__name__}, got "
                     f"{type(value).__name__}"
                 )
+        _check_settings(calibrator, after_search, config)
         self.verifier = verifier
         self.generator = generator
         self.writer = writer
@@ -154,6 +165,7 @@ class BeliefController:
         """
         from .defaults import default_components
 
+        _check_settings(calibrator, after_search, config)
         refitted = calibrator is not None or after_search is not None
         config = config_with_default_verify(config, lm, refitted=refitted)
         if not refitted and (pair := shipped_pair(lm)) is not None:
@@ -168,7 +180,8 @@ class BeliefController:
     def run(self, question: str, search: SearchFn, **overrides: Any) -> BeliefResult:
         """One episode for ``question``; ``search(query, k)`` returns passages, best first.
 
-        Keyword overrides change :class:`BeliefConfig` fields for this call only.
+        Keyword overrides change :class:`BeliefConfig` fields for this call only
+        (all but ``max_evidence``, which the components' prompts were sized for).
         """
         started = time.perf_counter()
         episode = self._episode(question, self._config(overrides))
@@ -192,6 +205,13 @@ class BeliefController:
         return step
 
     def _config(self, overrides: dict[str, Any]) -> BeliefConfig:
+        if "max_evidence" in overrides and overrides["max_evidence"] != self.config.max_evidence:
+            # The components' prompt budgets were sized for it when they were built; a
+            # larger workspace would hold passages no model ever sees.
+            raise ConfigError(
+                "max_evidence cannot change per call (the components' prompts were sized "
+                "for it); build a controller with BeliefConfig(max_evidence=...)"
+            )
         return self.config.with_overrides(**overrides) if overrides else self.config
 
     # ------------------------------------------------------------------ the episode
@@ -215,6 +235,11 @@ class BeliefController:
             room = st.workspace.has_room
             scheduled = st.searched and scheduled_left > 0 and can_search and room
             measured_now = st.searched and not forced and not scheduled
+            # After a correction with no replacement search (prune-only, or no budget left
+            # for one), measuring again must fit the token cap too; if it does not, the
+            # episode ends on the last measurement's draft.
+            over_budget = measured_now and st.belief is not None and not st.can_measure(config)
+            measured_now = measured_now and not over_budget
             if measured_now:
                 self._measure(question, st, config)
                 search_cost = st.search_cost(config.k)
@@ -242,14 +267,18 @@ class BeliefController:
                 room=room,
             )
             measured = st.diagnostics
-            decision = decide(
-                current,
-                measured,
-                answerability,
-                budget,
-                config,
-                search_cost=search_cost,
-                after_search=after,
+            decision = (
+                out_of_budget(answerability, config)
+                if over_budget
+                else decide(
+                    current,
+                    measured,
+                    answerability,
+                    budget,
+                    config,
+                    search_cost=search_cost,
+                    after_search=after,
+                )
             )
             if measured_now and st.verifier_note:
                 decision = replace(decision, reason=f"{decision.reason}; {st.verifier_note}")
@@ -257,6 +286,11 @@ class BeliefController:
                 # Unreachable by the rules (each non-terminal step spends a capped round or
                 # correction); kept so that no episode can ever loop.
                 decision = Decision(Action.STOP, "step cap reached; best-effort answer")
+            if decision.action in (Action.ANSWER, Action.STOP) and not st.draft.text.strip():
+                # Nothing to answer with: the episode's end says so, not "answer" + None.
+                decision = Decision(
+                    Action.ABSTAIN, f"{decision.reason}; the generator gave no answer"
+                )
             st.rewrote_last = False
             retrieved: tuple[str, ...] = ()
             if decision.action is Action.VERIFY:
@@ -306,14 +340,25 @@ class BeliefController:
         if not st.asked:
             return question, Decision(decision.action, decision.reason, question)
         before = st.tally.total
+
+        def reword() -> str:
+            writer = self.writer.rewrite
+            return st.call(
+                _ask("query writer", writer, question, st.asked[-1], st.asked, returns=str)
+            )
+
         if scheduled and isinstance(self.writer, EntityQueryWriter):
             text = _ask(
-                "query writer", self.writer.entity_query, question, st.workspace.passages, st.asked
+                "query writer",
+                self.writer.entity_query,
+                question,
+                st.workspace.passages,
+                st.asked,
+                returns=str,
+                with_usage=False,
             )
         elif decision.action is Action.REWRITE:
-            text = st.call(
-                _ask("query writer", self.writer.rewrite, question, st.asked[-1], st.asked)
-            )
+            text = reword()
         else:
             # Replacements after a correction target the missing fact as well: a blind
             # rewording of the last query tends to find the dropped passage's neighbours.
@@ -325,6 +370,7 @@ class BeliefController:
                     st.workspace.passages,
                     st.diagnostics.missing_fact,
                     st.asked,
+                    returns=(str, type(None)),
                 )
             )
             # Before anything was measured, SUFFICIENT cannot end the episode: there is no
@@ -334,9 +380,7 @@ class BeliefController:
                 return None, Decision(Action.ANSWER, reason)
             text = written or ""
         if not text.strip() or text in st.asked:
-            text = st.call(
-                _ask("query writer", self.writer.rewrite, question, st.asked[-1], st.asked)
-            )
+            text = reword()
         st.writer_cost = st.tally.total - before
         return text, Decision(decision.action, decision.reason, text)
 
@@ -346,9 +390,18 @@ class BeliefController:
         then the belief update."""
         before = st.tally.total
         passages = st.workspace.passages
-        draft = st.call(_ask("answer generator", self.generator.answer, question, passages))
+        draft = st.call(
+            _ask("answer generator", self.generator.answer, question, passages, returns=DraftAnswer)
+        )
         relevance = (
-            _ask("relevance scorer", self.relevance.relevance, question, passages)
+            _ask(
+                "relevance scorer",
+                self.relevance.relevance,
+                question,
+                passages,
+                returns=Real,
+                with_usage=False,
+            )
             if passages
             else 0.0
         )
@@ -366,7 +419,16 @@ class BeliefController:
         check = self._verifier_check(local, st, config)
         st.verifier_note = "" if check.needed else check.why
         if check.needed:
-            reply = st.call(_ask("verifier", self.verifier.verify, question, passages, draft.text))
+            reply = st.call(
+                _ask(
+                    "verifier",
+                    self.verifier.verify,
+                    question,
+                    passages,
+                    draft.text,
+                    returns=VerifierReply,
+                )
+            )
             present = set(st.workspace.ids)
             local = replace(
                 local,
@@ -380,7 +442,8 @@ class BeliefController:
             )
         st.diagnostics = local
         st.belief = update_belief(st.belief, st.diagnostics, blend=config.blend)
-        st.measure_cost_per_passage = (st.tally.total - before) / max(1, len(passages))
+        st.measure_cost = st.tally.total - before
+        st.measure_cost_per_passage = st.measure_cost / max(1, len(passages))
 
     def _verifier_check(
         self, local: Diagnostics, st: _State, config: BeliefConfig
@@ -431,15 +494,53 @@ class BeliefController:
         )
 
 
-def _ask(component: str, method: Callable[..., T], *args: Any) -> T:
+def _ask(
+    component: str,
+    method: Callable[..., T],
+    *args: Any,
+    returns: type | tuple[type, ...],
+    with_usage: bool = True,
+) -> T:
     """Call one component; its failure becomes a :class:`ModelCallError` naming it (our own
-    errors, e.g. a prompt that cannot fit, pass through unchanged)."""
+    errors, e.g. a prompt that cannot fit, pass through unchanged), and so does a reply of
+    the wrong shape (``(value, Usage)`` with a ``returns`` value, or the bare value without
+    ``with_usage``): a custom component's mistake is named here, not deep in the episode."""
     try:
-        return method(*args)
+        out = method(*args)
     except NeocorragError:
         raise
     except Exception as err:
         raise ModelCallError(f"the {component} failed: {type(err).__name__}: {err}") from err
+    value: Any = out
+    if with_usage:
+        if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], Usage)):
+            raise ModelCallError(
+                f"the {component} must return (value, Usage), got {type(out).__name__}"
+            )
+        value = out[0]
+    if not isinstance(value, returns):
+        kinds = returns if isinstance(returns, tuple) else (returns,)
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise ModelCallError(
+            f"the {component} returned a {type(value).__name__}, expected {expected}"
+        )
+    if isinstance(value, VerifierReply):
+        _check_verifier_reply(value)
+    return out
+
+
+def _check_verifier_reply(reply: VerifierReply) -> None:
+    for name in ("support", "conflict", "uncertainty", "gap"):
+        number = getattr(reply, name)
+        if isinstance(number, bool) or not isinstance(number, Real):
+            raise ModelCallError(
+                f"the verifier's {name} must be a number, got {type(number).__name__}"
+            )
+    drops = reply.drop_ids
+    if isinstance(drops, (str, bytes)) or not all(isinstance(pid, str) for pid in drops):
+        raise ModelCallError("the verifier's drop_ids must be a sequence of passage ids")
+    if not isinstance(reply.missing_fact, str):
+        raise ModelCallError("the verifier's missing_fact must be a string")
 
 
 def _before_any_search() -> Diagnostics:
@@ -467,6 +568,25 @@ def _advance(episode: _Episode, results: list[Any] | None) -> _Request | BeliefR
     except StopIteration as done:
         result: BeliefResult = done.value
         return result
+
+
+def _check_settings(calibrator: object, after_search: object, config: object) -> None:
+    """A clear error at construction, not an AttributeError after the first search."""
+    for name, value, kind in (
+        ("calibrator", calibrator, AnswerabilityCalibrator),
+        ("after_search", after_search, AnswerabilityCalibrator),
+        ("config", config, BeliefConfig),
+    ):
+        if value is not None and not isinstance(value, kind):
+            hint = (
+                " (load a file with AnswerabilityCalibrator.load(path))"
+                if kind is AnswerabilityCalibrator
+                else " (build one with BeliefConfig(**fields))"
+            )
+            raise ConfigError(
+                f"BeliefController: {name} must be a {kind.__name__} or None, got "
+                f"{type(value).__name__}{hint}"
+            )
 
 
 __all__ = ["BeliefController"]

@@ -222,6 +222,16 @@ def _problem(belief: Belief, config: BeliefConfig) -> str:
     return ""
 
 
+def out_of_budget(answerability: float, config: BeliefConfig) -> Decision:
+    """The end of an episode whose next measurement would pass the token cap: STOP with
+    the last draft, or ABSTAIN when its answerability is below ``abstain_below``."""
+    return _end(
+        answerability,
+        config,
+        "measuring the changed evidence would pass the token budget; the last draft stands",
+    )
+
+
 def _end(answerability: float, config: BeliefConfig, why: str) -> Decision:
     if answerability < config.abstain_below:
         return Decision(
@@ -231,4 +241,11 @@ def _end(answerability: float, config: BeliefConfig, why: str) -> Decision:
     return Decision(Action.STOP, f"{why}; best-effort answer (answerability {answerability:.2f})")
 
 
-__all__ = ["Budget", "VerifierCheck", "decide", "retrieval_value", "verifier_needed"]
+__all__ = [
+    "Budget",
+    "VerifierCheck",
+    "decide",
+    "out_of_budget",
+    "retrieval_value",
+    "verifier_needed",
+]

@@ -184,9 +184,10 @@ class Step(Cost):
 class BeliefResult(Cost):
     """The end of one episode: the answer or the abstention, the evidence, the trajectory.
 
-    ``context_tokens`` counts every passage token each time it was sent to a model
-    (verifier, writer, answer), the paper's cost accounting; ``lm_tokens`` (from
-    :class:`~neocorrag_core.cost.Cost`) is every prompt and generated token.
+    The cost is ``prompt_tokens`` and ``generated_tokens`` (their sum ``lm_tokens``, from
+    :class:`~neocorrag_core.cost.Cost`): every prompt, with every passage each time it was
+    sent to a model (verifier, writer, answer), and every generated token; the paper's
+    cost accounting. ``abstained`` is ``True`` exactly when ``answer`` is ``None``.
     """
 
     question: str

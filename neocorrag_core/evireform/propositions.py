@@ -93,8 +93,13 @@ def _names_near(sentence: str, at: int) -> tuple[str, ...]:
     for segment in _SEGMENT.split(sentence):
         start = sentence.find(segment, position) if segment else position
         position = max(position, start + len(segment))
+        cursor = 0  # spans come in reading order: look for each after the previous one
         for span in capitalized_spans(segment):
-            (after if start + segment.find(span.split()[0]) >= at else before).append(span)
+            first_word = re.compile(rf"(?<!\w){re.escape(span.split()[0])}(?!\w)")
+            found = first_word.search(segment, cursor)
+            offset = found.start() if found else cursor
+            cursor = found.end() if found else cursor
+            (after if start + offset >= at else before).append(span)
     return tuple(dict.fromkeys([*after, *reversed(before)]))
 
 

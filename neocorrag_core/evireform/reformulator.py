@@ -37,11 +37,18 @@ from neocorrag_core.types import Passage
 
 from .config import ReformulationConfig
 from .propositions import build_propositions, relation_sentences
-from .ranking import chain_links, chain_top_k, question_anchors, shared_names, title_pointers
-from .relations import open_relation_words, qualify
+from .ranking import (
+    chain_links,
+    chain_top_k,
+    question_anchors,
+    shared_names,
+    title_pointers,
+)
+from .relations import FUNCTION_WORDS, open_relation_words, qualify
 from .residual import (
     bridge_entities,
     bridge_entity_queries,
+    is_date_or_number,
     match_key,
     names_entity,
     parse_residual_queries,
@@ -91,9 +98,18 @@ class _State(Cost):
         for rank, passage in enumerate(passages):
             seen = self.ranks.setdefault(passage.id, {})
             seen.setdefault(query_index, rank)
-            if passage.id not in self.pool:
+            kept = self.pool.get(passage.id)
+            if kept is None:
                 self.pool[passage.id] = passage
                 new.append(passage)
+            elif (kept.text, kept.title) != (passage.text, passage.title):
+                note = (
+                    f"passage id {passage.id!r} came back with a different text; the first "
+                    "one is kept (give distinct documents distinct ids)"
+                )
+                if note not in self.notes:
+                    self.notes.append(note)
+                    logger.warning(note)
         return new
 
 
@@ -171,10 +187,7 @@ class EvidenceReformulator:
     # ------------------------------------------------------------------ the loop
 
     def _loop(self, question: str, k: int, config: ReformulationConfig) -> _Loop:
-        if not isinstance(question, str) or not question.strip():
-            raise InputError("question must be a non-empty string")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InputError(f"k must be a positive integer, got {k!r}")
+        _check_call(question, k)
         state = _State(question)
         state.queries.append(ReformulationQuery(question, "original", 0))
         (first,) = yield [(question, config.first_k or k)]
@@ -333,7 +346,10 @@ class EvidenceReformulator:
             return []
         embedder = self.models.embedder
         vecs = embedder.embed([state.question, *(p.text for p in candidates)])
-        anchors = [*capitalized_spans(state.question), *(q.bridge for q in state.queries)]
+        named = capitalized_spans(state.question)
+        if not any(ch.isupper() for ch in state.question):
+            named = names_in_lower_case(state.question, passages)
+        anchors = [*named, *(q.bridge for q in state.queries)]
         order = evidence_order(
             state.question,
             candidates,
@@ -497,17 +513,51 @@ class EvidenceReformulator:
         ``queries[0]`` must be the original question. This is the paper's *rerank*
         control when ``passages`` is the first pool and ``queries`` those a full run wrote.
         """
+        _check_call(question, k)
+        if isinstance(queries, (str, bytes)) or not all(
+            isinstance(q, ReformulationQuery) for q in queries
+        ):
+            raise InputError("queries must be a list of ReformulationQuery")
         if not queries or queries[0].kind != "original":
-            raise ValueError("queries must start with the original question")
+            raise InputError("queries must start with the original question")
+        if isinstance(passages, (str, bytes)) or not all(isinstance(p, Passage) for p in passages):
+            raise InputError("passages must be a list of Passage")
         config = self._config(overrides)
         state = _State(question, queries=list(queries))
-        for rank, passage in enumerate(passages):
-            state.ranks.setdefault(passage.id, {0: rank})
-            state.pool.setdefault(passage.id, passage)
+        # The passages are the original question's results: shared names look among them.
+        state.add_results(0, passages)
         pool = list(state.pool.values())
         if not pool:
             return []
         return self._rank(state, self._propositions(pool, state), pool, k, config)
+
+
+def names_in_lower_case(question: str, passages: Sequence[Passage]) -> list[str]:
+    """The passages' names (titles, capitalised spans of their texts) that a question typed
+    without capitals names ("where was the director of film x born?" names "Film X"), in
+    passage order. They stand in for the question's own names, so that a stray passage
+    saying "directors" still cannot supply the bridge; function words, numbers and dates
+    never count. (Only for a question with no capital at all: one whose names are all
+    lower-case words, "When did the state whose official sport is jousting ...", would
+    take any capitalised "Sport" of a passage as its name.)"""
+    question_key = f" {match_key(question)} "
+    found: dict[str, str] = {}
+    for passage in passages:
+        for name in (passage.title, *capitalized_spans(passage.text)):
+            key = match_key(name)
+            words = key.split()
+            if not words or is_date_or_number(key) or all(w in FUNCTION_WORDS for w in words):
+                continue
+            if f" {key} " in question_key:
+                found.setdefault(key, " ".join(name.split()))
+    return list(found.values())
+
+
+def _check_call(question: object, k: object) -> None:
+    if not isinstance(question, str) or not question.strip():
+        raise InputError("question must be a non-empty string")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"k must be a positive integer, got {k!r}")
 
 
 def _named_bridge(query: str, bridges: Sequence[str]) -> str:

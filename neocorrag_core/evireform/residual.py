@@ -35,7 +35,8 @@ RESIDUAL_EXAMPLE = (
     "Queries:\n" + "\n".join(EXAMPLE_QUERIES)
 )
 
-_BULLET = re.compile(r"^\s*(?:[-*•]+|\d+\s*[.):]|\(\d+\))\s*")
+# A number bullet ends in "." or ")": "2001: A Space Odyssey composer" is a query, not item 2001.
+_BULLET = re.compile(r"^\s*(?:[-*•]+|\d+\s*[.)]|\(\d+\))\s*")
 _LABEL = re.compile(r"^\s*(?:search\s+)?query\s*\d*\s*[:\-]\s*", re.IGNORECASE)
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SUFFICIENT = re.compile(r"^\W*sufficient\b", re.IGNORECASE)
@@ -191,9 +192,10 @@ def _looks_like_a_name(surface: str) -> bool:
 
 
 def _names_any(key: str, entities: Sequence[list[str]]) -> bool:
-    """Whether the query names one of the entities (at least 2/3 of its words)."""
+    """Whether the query names one of the entities (at least 2/3 of its distinct words:
+    "Duran Duran" is named by a text that says "Duran Duran")."""
     words = set(key.split())
-    return any(len(words.intersection(e)) * 3 >= 2 * len(e) for e in entities)
+    return any(len(words.intersection(e)) * 3 >= 2 * len(set(e)) for e in entities)
 
 
 def names_entity(text: str, entity: str) -> bool:

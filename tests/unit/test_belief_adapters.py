@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -30,7 +31,14 @@ from llama_index.core.retrievers import BaseRetriever as LIRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import PrivateAttr
 
-from neocorrag_core import ConfigError, EvidenceChainMiner, InputError, MinerConfig, RetrievalError
+from neocorrag_core import (
+    ConfigError,
+    EvidenceChainMiner,
+    InputError,
+    MinerConfig,
+    Passage,
+    RetrievalError,
+)
 from neocorrag_core.belief import (
     AnswerabilityCalibrator,
     BeliefConfig,
@@ -718,3 +726,45 @@ def test_a_preset_generator_starts_from_its_own_settings():
     assert BeliefRAG(LCScripted(), None, embedder=HashedBagOfWords()).config.min_searches == 1
     assert BeliefController.from_models("qwen-1.5b").config.min_searches == 2
     assert BeliefController.from_models().config.min_searches == 1
+
+
+class FreshNodes(LIScripted):
+    """Builds new nodes without ids on every call: LlamaIndex gives each a random id."""
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        self.queries.append(query_bundle.query_str)
+        out = []
+        for pid in script(query_bundle.query_str):
+            title, text, triples, score = DOCS[pid]
+            item = TextNode(text=text, metadata={"title": title, "triples": triples})
+            out.append(NodeWithScore(node=item, score=score))
+        return out
+
+
+class ByText(Verifier):
+    """The scripted verifier, reading titles instead of ids (the ids change every call)."""
+
+    def verify(self, question, passages, draft_answer):
+        by_title = {DOCS[pid][0]: pid for pid in DOCS}
+        named = [Passage(id=by_title[p.title], text=p.text, title=p.title) for p in passages]
+        reply, usage = super().verify(question, named, draft_answer)
+        real = {by_title[p.title]: p.id for p in passages}
+        drops = tuple(real[pid] for pid in reply.drop_ids)
+        return replace(reply, drop_ids=drops), usage
+
+
+def test_llama_index_a_dropped_node_stays_dropped_when_the_retriever_makes_fresh_nodes():
+    controller = BeliefController(
+        verifier=ByText(),
+        generator=Generator(),
+        writer=Writer(),
+        relevance=Relevance(),
+        calibrator=SUPPORT,
+        config=BeliefConfig(fitted_retrieval_value=False),
+    )
+    response = BeliefQueryEngine(FreshNodes(), controller=controller).query(QUESTION)
+    texts = [n.node.get_content() for n in response.source_nodes]
+    assert not any(t.startswith("Van Hook is a 1999 film") for t in texts)
+    assert len(texts) == len(set(texts))  # and no page twice under two random ids
+    actions = [step["action"] for step in response.metadata["trajectory"]]
+    assert actions[:3] == ["retrieve", "verify", "retrieve"]  # dropped, then replaced

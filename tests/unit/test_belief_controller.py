@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -480,3 +481,101 @@ def test_async_scheduled_searches_give_what_sync_gives():
 def test_min_searches_must_be_positive():
     with pytest.raises(ConfigError, match="min_searches"):
         BeliefConfig(min_searches=0)
+
+
+# ------------------------------------------------------------------------------------------
+# Found in review: the token cap after a correction, an empty answer, settings of the wrong
+# type, a per-call max_evidence, malformed replies of custom components.
+# ------------------------------------------------------------------------------------------
+
+
+def test_measuring_after_a_correction_respects_the_token_cap():
+    class Costly(Verifier):
+        def verify(self, question, passages, draft_answer):
+            reply, _ = super().verify(question, passages, draft_answer)
+            return reply, Usage(1000 + 150 * len(passages), 60)
+
+    # prune-only: after the drop, the next step would measure again; with the cap below
+    # the first measurement's cost twice, it must end on the last draft instead.
+    ctl = controller(verifier=Costly(), replace_dropped=False, verify="always", max_tokens=2500)
+    result = ctl.run(QUESTION, Retriever())
+    assert actions(result)[:2] == [Action.RETRIEVE, Action.VERIFY]
+    assert result.lm_tokens <= 2500
+    assert result.final_action.terminal and "token budget" in result.steps[-1].decision.reason
+    roomy = controller(verifier=Costly(), replace_dropped=False, verify="always").run(
+        QUESTION, Retriever()
+    )
+    assert roomy.lm_tokens > 2500  # the cap, not the scenario, stopped the first one
+
+
+def test_an_empty_answer_ends_as_an_abstention_not_as_an_answer():
+    class Mute(Generator):
+        def answer(self, question, passages):
+            return DraftAnswer("  ", confidence=0.9), Usage(80, 1)
+
+    ctl = BeliefController(
+        verifier=Verifier(),
+        generator=Mute(),
+        writer=Writer(),
+        relevance=Relevance(),
+        calibrator=SUPPORT,
+        config=BeliefConfig(fitted_retrieval_value=False),
+    )
+    result = ctl.run(QUESTION, Retriever(first=(HOP1, HOP2)))
+    assert result.answer is None and result.abstained
+    assert result.final_action is Action.ABSTAIN
+    assert result.steps[-1].decision.action is Action.ABSTAIN
+    assert "the generator gave no answer" in result.steps[-1].decision.reason
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("config", {"max_rounds": 2}, "config must be a BeliefConfig"),
+        ("calibrator", "answerability.json", "AnswerabilityCalibrator.load"),
+        ("after_search", 0.5, "after_search must be a AnswerabilityCalibrator"),
+    ],
+)
+def test_settings_of_the_wrong_type_are_refused_when_built(field, value, message):
+    parts = dict(verifier=Verifier(), generator=Generator(), writer=Writer(), relevance=Relevance())
+    with pytest.raises(ConfigError, match=message):
+        BeliefController(**parts, **{field: value})
+    with pytest.raises(ConfigError, match=message):
+        BeliefController.from_models(**{field: value})  # before any model is built
+
+
+def test_max_evidence_cannot_change_per_call():
+    ctl = controller()
+    with pytest.raises(ConfigError, match="max_evidence cannot change per call"):
+        ctl.run(QUESTION, Retriever(), max_evidence=12)
+    same = ctl.run(QUESTION, Retriever(), max_evidence=ctl.config.max_evidence)
+    assert same.answer == "Stanley"
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        (lambda r, u: (replace(r, support=None), u), "the verifier's support must be a number"),
+        (lambda r, u: r, r"the verifier must return \(value, Usage\)"),
+        (lambda r, u: (replace(r, drop_ids="bad"), u), "drop_ids must be a sequence"),
+        (lambda r, u: ("looks fine", u), "the verifier returned a str, expected VerifierReply"),
+    ],
+)
+def test_a_malformed_reply_of_a_custom_component_is_a_clear_error(reply, message):
+    from neocorrag_core.errors import ModelCallError
+
+    class Sloppy(Verifier):
+        def verify(self, question, passages, draft_answer):
+            return reply(*super().verify(question, passages, draft_answer))
+
+    with pytest.raises(ModelCallError, match=message):
+        controller(verifier=Sloppy(), verify="always").run(QUESTION, Retriever())
+
+    class Bare(Generator):
+        def answer(self, question, passages):
+            return "Stanley"
+
+    ctl = controller()
+    ctl.generator = Bare()
+    with pytest.raises(ModelCallError, match="the answer generator must return"):
+        ctl.run(QUESTION, Retriever())

@@ -475,3 +475,44 @@ def test_nothing_heavy_loads_at_import_or_construction():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_async_returns_the_copy_the_crediting_query_returned_as_sync_does():
+    # Two residual queries return the same document (same id and text) with different
+    # metadata; the one searched second finishes first under async. Both drivers must
+    # return the object of the query the engine credits (the first in query order).
+    question = "Where was the director of Film X born?"
+    film = Document(
+        id="film",
+        page_content="Film X is a 1999 drama directed by Jane Roe and Ann Lee.",
+        metadata={
+            "title": "Film X",
+            "triples": [
+                ["Film X", "directed by", "Jane Roe"],
+                ["Film X", "directed by", "Ann Lee"],
+            ],
+        },
+    )
+
+    def hit(query: str) -> list[Document]:
+        if "Jane Roe" in query or "Ann Lee" in query:
+            return [
+                Document(
+                    id="oslo",
+                    page_content="Jane Roe and Ann Lee were born in Oslo.",
+                    metadata={"title": "Oslo people", "via": query},
+                )
+            ]
+        return [film]
+
+    async def ahit(query: str) -> list[Document]:
+        await asyncio.sleep(0.2 if "Jane Roe" in query else 0.0)
+        return hit(query)
+
+    retriever = wrapper(RunnableLambda(hit, afunc=ahit))
+    sync = {d.id: d for d in retriever.invoke(question)}
+    asynchronous = {d.id: d for d in asyncio.run(retriever.ainvoke(question))}
+    for docs in (sync, asynchronous):
+        oslo = docs["oslo"]
+        assert oslo.metadata["via"] == oslo.metadata["neocorrag_found_by_query"]
+    assert asynchronous["oslo"].metadata == sync["oslo"].metadata
