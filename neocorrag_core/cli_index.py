@@ -109,9 +109,10 @@ def run_index(args: argparse.Namespace) -> int:
         f"extracted now {report.extracted} | triples written {report.triples_written} | "
         f"{time.perf_counter() - started:.1f} s"
     )
+    skipped = f", {corpus.skipped} rows without text skipped" if corpus.skipped else ""
     print(
         f"{args.corpus}: {corpus.passages} unique passages read, {corpus.duplicates} "
-        "duplicates dropped",
+        f"duplicates dropped{skipped}",
         file=sys.stderr,
     )
     if report.interrupted:
@@ -121,7 +122,10 @@ def run_index(args: argparse.Namespace) -> int:
 
 
 def _at_least_one(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value

@@ -93,6 +93,9 @@ def run_store_export(args: argparse.Namespace) -> int:
 
 def run_store_import(args: argparse.Namespace) -> int:
     """Add the entries of an export file to the store (created if missing)."""
+    if args.file != "-" and not Path(args.file).expanduser().is_file():
+        # Checked before the store is opened: a failed import must not leave an empty store.
+        raise InputError(f"there is no export file {args.file}; check the path")
     with TripleStore(args.store) as store:
         if args.file == "-":
             report = store.import_jsonl(sys.stdin)

@@ -33,11 +33,13 @@ CorpusFormatError = DataFormatError
 
 @dataclass
 class Corpus:
-    """Passages of a corpus file, the detected format, and how many duplicates were dropped."""
+    """Passages of a corpus file, the detected format, how many duplicates were dropped and
+    how many rows were skipped for holding no text (empty, missing, or not a string)."""
 
     passages: list[Passage]
     format: str
     duplicates: int = 0
+    skipped: int = 0
 
 
 def load_corpus(path: str | Path, *, limit: int | None = None) -> Corpus:
@@ -79,6 +81,11 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+# Rows that hold no readable text come through as ("", "") so that they are counted as
+# skipped (``Corpus.skipped``), never dropped without a word.
+_UNREADABLE = ("", "")
+
+
 def _from_passages(rows: list[Any], origin: str) -> Iterator[tuple[str, str]]:
     for row in rows:
         if isinstance(row, str):
@@ -86,6 +93,8 @@ def _from_passages(rows: list[Any], origin: str) -> Iterator[tuple[str, str]]:
         elif isinstance(row, dict):
             text = _text(row.get("text", row.get("paragraph_text", row.get("contents"))))
             yield _text(row.get("title", "")), text
+        else:
+            yield _UNREADABLE
 
 
 def _from_title_sentences(data: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -101,6 +110,8 @@ def _from_musique(rows: list[Any], origin: str) -> Iterator[tuple[str, str]]:
                     _text(para.get("title", "")),
                     _text(para.get("paragraph_text", para.get("text"))),
                 )
+            else:
+                yield _UNREADABLE
 
 
 def _from_hotpotqa(rows: list[Any], origin: str) -> Iterator[tuple[str, str]]:
@@ -109,10 +120,13 @@ def _from_hotpotqa(rows: list[Any], origin: str) -> Iterator[tuple[str, str]]:
         if isinstance(context, dict):  # columnar: {"title": [...], "sentences": [[...]]}
             titles, sentences = context.get("title") or [], context.get("sentences") or []
             yield from ((str(t), _text(s)) for t, s in zip(titles, sentences, strict=False))
+            yield from [_UNREADABLE] * abs(len(titles) - len(sentences))  # unpaired
         elif isinstance(context, list):  # [[title, [sentences]], ...]; 2Wiki rows may lack it
             for pair in context:
                 if isinstance(pair, (list, tuple)) and len(pair) == 2:
                     yield str(pair[0]), _text(pair[1])
+                else:
+                    yield _UNREADABLE
 
 
 def _dedupe(records: Iterable[tuple[str, str]], fmt: str, limit: int | None, origin: str) -> Corpus:
@@ -120,13 +134,14 @@ def _dedupe(records: Iterable[tuple[str, str]], fmt: str, limit: int | None, ori
     passages = list(_unique_passages(records, limit, counts))
     if not passages:
         raise CorpusFormatError(_no_text(origin, fmt))
-    return Corpus(passages, fmt, counts.duplicates)
+    return Corpus(passages, fmt, counts.duplicates, counts.skipped)
 
 
 @dataclass
 class _Counts:
     passages: int = 0
     duplicates: int = 0
+    skipped: int = 0
 
 
 def _no_text(origin: str, fmt: str) -> str:
@@ -144,6 +159,7 @@ def _unique_passages(
     seen: set[bytes] = set()
     for title, text in records:
         if not text.strip():
+            counts.skipped += 1
             continue
         probe = Passage(id="probe", title=title, text=text)
         digest = hashlib.sha256(passage_document(probe).encode("utf-8")).digest()
@@ -161,8 +177,8 @@ def _unique_passages(
 class CorpusStream:
     """The unique passages of a corpus file, read lazily and only once (see :func:`open_corpus`).
 
-    ``passages`` and ``duplicates`` count what iteration has yielded and dropped so far, so
-    they are final once the stream is exhausted.
+    ``passages``, ``duplicates`` and ``skipped`` (rows without text) count what iteration
+    has yielded and dropped so far, so they are final once the stream is exhausted.
     """
 
     def __init__(
@@ -181,6 +197,7 @@ class CorpusStream:
         self.limit = limit
         self.passages = 0
         self.duplicates = 0
+        self.skipped = 0
         self._records: Iterator[tuple[str, str]] | None = records
 
     def __repr__(self) -> str:
@@ -194,8 +211,10 @@ class CorpusStream:
         counts = _Counts()
         for passage in _unique_passages(records, self.limit, counts):
             self.passages, self.duplicates = counts.passages, counts.duplicates
+            self.skipped = counts.skipped
             yield passage
         self.passages, self.duplicates = counts.passages, counts.duplicates
+        self.skipped = counts.skipped
         if not counts.passages:
             raise CorpusFormatError(_no_text(str(self.path), self.format))
 

@@ -60,16 +60,23 @@ class EvidenceChainMiner:
         self.config = config or MinerConfig()
         self.triple_source: TripleSource = triple_source or MetadataTripleSource()
         self.models = LazyModels(embedder, lm, show_progress=show_progress)
-        self._entities = QueryEntityExtractor(self.config.query_entities)
+        # One extractor per mode in use (a per-call ``query_entities`` override gets its
+        # own, and its spaCy model loads once).
+        self._extractors: dict[str, QueryEntityExtractor] = {}
+        self._extractor(self.config.query_entities)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        del state["_entities"]
+        del state["_extractors"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._entities = QueryEntityExtractor(self.config.query_entities)
+        self._extractors = {}
+        self._extractor(self.config.query_entities)
+
+    def _extractor(self, mode: str) -> QueryEntityExtractor:
+        return self._extractors.setdefault(mode, QueryEntityExtractor(mode))
 
     @property
     def show_progress(self) -> bool:
@@ -123,7 +130,7 @@ class EvidenceChainMiner:
             return fallback("no_triples")
 
         with timed(timings, "entities"):
-            entities = self._entities(query, graph.nodes)
+            entities = self._extractor(config.query_entities)(query, graph.nodes)
 
         with timed(timings, "embed"):
             nodes = graph.nodes

@@ -316,7 +316,7 @@ class RefinerSettings(BaseModel):
     type) raises :class:`~neocorrag_core.errors.ConfigError` naming the field, never a
     pydantic ``ValidationError``: ``ConfigError`` is a ``ValueError`` (as
     ``ValidationError`` is) and a ``TypeError``. Assigning a field later is not checked
-    here: the engine rejects a bad value set that way on the next call.
+    here: a bad value set that way is rejected on the next call.
     """
 
     keep: KeepMode | None = Field(
@@ -399,11 +399,6 @@ class RefinerSettings(BaseModel):
                 raise ConfigError(
                     f"{owner}: miner must be an EvidenceChainMiner, got {type(miner).__name__}"
                 )
-            if "query_entities" in self.miner_config:
-                raise ConfigError(
-                    "query_entities is fixed when a miner is built; set it in the shared "
-                    "miner's MinerConfig instead of miner_config"
-                )
             miner.config.with_overrides(**self.engine_overrides())  # validate now, not per call
             self._miner = miner
         else:
@@ -484,7 +479,11 @@ class RefinerSettings(BaseModel):
         Raises :class:`~neocorrag_core.errors.InputError` for a query that is not a
         non-empty string.
         """
-        check_query(type(self).__name__, query)
+        owner = type(self).__name__
+        check_query(owner, query)
+        # The two output settings never reach the engine: check a value assigned later here.
+        check_bool(owner, "include_chains", self.include_chains)
+        check_choice(owner, "chains_position", self.chains_position, ("first", "last"))
         return plan_refinement(self._miner, query, documents, self.engine_overrides())
 
     # Pickle like a plain pydantic model: fields and the private engine (which drops its

@@ -138,10 +138,10 @@ class TripleExtractorTransformer(BaseDocumentTransformer):
         found = self._annotator.annotate(document_passages(documents), ids)
         out = []
         for doc, triples in zip(documents, found, strict=True):
-            metadata = dict(doc.metadata)
+            copy = doc.model_copy(deep=True)  # nested metadata must not be shared either
             if triples is not None:
-                metadata[METADATA_KEY] = self._annotator.encode(triples)
-            out.append(doc.model_copy(update={"metadata": metadata}))
+                copy.metadata[METADATA_KEY] = self._annotator.encode(triples)
+            out.append(copy)
         return out
 
     async def atransform_documents(

@@ -37,7 +37,7 @@ try:
     from llama_index.core.base.base_query_engine import BaseQueryEngine
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.base.response.schema import RESPONSE_TYPE, Response
-    from llama_index.core.bridge.pydantic import PrivateAttr
+    from llama_index.core.bridge.pydantic import BaseModel, PrivateAttr
     from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
 
     # The public import path (the function lives in llama_index_instrumentation).
@@ -236,6 +236,15 @@ class NeocorRAGEmbedding(BaseEmbedding):
     def class_name(cls) -> str:
         """Name used by LlamaIndex serialization."""
         return "NeocorRAGEmbedding"
+
+    # Pickle like a plain pydantic model (the embedder object travels, its loaded model
+    # does not): LlamaIndex's BaseComponent would re-run __init__ from the fields, and
+    # ``model_name`` of an object embedder is only its class name, not something to load.
+    def __getstate__(self) -> dict[Any, Any]:
+        return BaseModel.__getstate__(self)
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        BaseModel.__setstate__(self, state)
 
     def _resolved(self) -> TextEmbedder:
         embedder: TextEmbedder = self._embedder.get(lambda: resolve_embedder(self._spec))

@@ -82,10 +82,10 @@ def parse_triple(item: Any, source_id: str) -> Triple | None:
     Returns ``None`` for anything malformed: wrong arity, non-string parts, empty
     parts. Callers skip those with a warning rather than failing the query.
     """
-    if isinstance(item, Triple):
-        return Triple(item.subject, item.relation, item.object, (source_id,))
     parts: Sequence[Any] | None = None
-    if isinstance(item, Mapping):
+    if isinstance(item, Triple):  # checked like the rest: metadata is untrusted
+        parts = [item.subject, item.relation, item.object]
+    elif isinstance(item, Mapping):
         parts = [item.get("subject"), item.get("relation"), item.get("object")]
     elif isinstance(item, (list, tuple)) and len(item) == 3:
         parts = item

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from neocorrag_core.errors import InputError
 from neocorrag_core.formats import read_json_or_lines
 from neocorrag_core.triples.base import parse_triple, parse_triples
 from neocorrag_core.types import Passage, Triple
@@ -85,7 +86,7 @@ class OpenIETripleSource:
         """Import already-parsed OpenIE data (the dict with ``docs``, or the list of docs)."""
         docs = data.get("docs") if isinstance(data, dict) else data
         if not isinstance(docs, list):
-            raise ValueError(
+            raise InputError(
                 f"{origin} does not look like HippoRAG OpenIE output: expected a 'docs' list"
             )
         by_text: dict[str, list[tuple[str, str, str]]] = {}

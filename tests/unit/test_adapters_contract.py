@@ -429,7 +429,8 @@ def test_bad_settings_fail_at_construction_with_a_clear_message(h):
     with pytest.raises(ConfigError, match="belong"):
         h.adapter_cls(miner=miner, embedder=HashedBagOfWords())
     with pytest.raises(ConfigError, match="query_entities"):
-        h.adapter_cls(miner=miner, miner_config={"query_entities": "spacy"})
+        h.adapter_cls(miner=miner, miner_config={"query_entities": "nope"})
+    h.adapter_cls(miner=miner, miner_config={"query_entities": "ngram"})  # applied per call
     with pytest.raises(ConfigError, match="miner must be an EvidenceChainMiner"):
         h.adapter_cls(miner="a miner")
     with pytest.raises(ConfigError, match="chains_position must be one of 'first', 'last'"):
@@ -545,3 +546,17 @@ def test_linked_documents_can_be_cut_to_their_evidence_sentences(h):
     # Off by default: the same documents come back whole.
     whole = {h.id(d): d for d in h.run(make(h), h.docs(corpus), QUERY)[1:]}
     assert h.text(whole["p4"]) == long_p4 and FOCUSED not in h.metadata(whole["p4"])
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("chains_position", "middle", "chains_position must be one of 'first', 'last'"),
+        ("include_chains", "no", "include_chains must be True or False"),
+    ],
+)
+def test_an_output_setting_assigned_later_is_checked_on_the_next_call(h, field, value, message):
+    adapter = make(h)
+    setattr(adapter, field, value)
+    with pytest.raises(ConfigError, match=message):
+        h.run(adapter, h.docs(), QUERY)

@@ -125,3 +125,36 @@ def test_bad_files_give_clear_errors(tmp_path: Path, content: str, message: str)
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="corpus file not found"):
         load_corpus(tmp_path / "nope.json")
+
+
+def test_rows_without_text_are_counted_not_dropped_silently(tmp_path: Path) -> None:
+    from neocorrag_core.corpus import open_corpus
+
+    rows = [
+        {"title": "A", "text": "Alice founded Acme."},
+        {"title": "B", "text": 42},
+        {"title": "C", "body": "no text key"},
+        "Bob joined Acme.",
+        7,
+        {"title": "A", "text": "Alice founded Acme."},
+    ]
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(rows))
+    corpus = load_corpus(path)
+    assert [p.text for p in corpus.passages] == ["Alice founded Acme.", "Bob joined Acme."]
+    assert (corpus.duplicates, corpus.skipped) == (1, 3)
+    stream = open_corpus(path)
+    assert len(list(stream)) == 2 and (stream.duplicates, stream.skipped) == (1, 3)
+    columnar = tmp_path / "columnar.json"
+    columnar.write_text(
+        json.dumps(
+            [
+                {
+                    "question": "q?",
+                    "answer": "a",
+                    "context": {"title": ["a", "b", "c"], "sentences": [["A."], ["B."]]},
+                }
+            ]
+        )
+    )
+    assert load_corpus(columnar).skipped == 1  # title "c" has no sentences

@@ -99,5 +99,17 @@ def test_index_streams_json_lines_and_reports_duplicates(tmp_path: Path, capsys)
     assert "passages total 4 | already stored 0 | extracted now 4" in captured.out
     assert "passages format, streamed line by line" in captured.err
     assert "4 unique passages read, 2 duplicates dropped" in captured.err
+    assert "without text skipped" not in captured.err
     (stats,) = TripleStore(store).stats().values()
     assert stats["passages"] == 4
+
+
+def test_index_reports_rows_it_skipped_and_a_bad_number(tmp_path: Path, capsys) -> None:
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps([*CORPUS, {"title": "B", "text": 42}, 7]))
+    store = tmp_path / "store.sqlite"
+    assert main(["index", str(corpus), "--store", str(store), "-q", "--engine", "local"]) == 0
+    assert "duplicates dropped, 2 rows without text skipped" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["index", str(corpus), "--chunk-size", "abc"])
+    assert "must be a whole number, got 'abc'" in capsys.readouterr().err

@@ -232,6 +232,12 @@ def test_langchain_vector_store_gets_triples_and_the_query_side_reads_the_store(
     originals = [d.model_copy(deep=True) for d in docs]
     annotated = transformer.transform_documents(docs)
     assert docs == originals  # input not modified
+    # ... and not later through the output: nested metadata is copied, not shared
+    docs[0].metadata["tags"] = ["x"]
+    again = transformer.transform_documents(docs[:1])
+    again[0].metadata["tags"].append("y")
+    again[0].metadata["triples"].append(["changed", "in", "output"])
+    assert docs[0].metadata["tags"] == ["x"] and "triples" not in docs[0].metadata
     assert [d.id for d in annotated] == [d.id for d in docs]
     assert [d.page_content for d in annotated] == [d.page_content for d in docs]
 

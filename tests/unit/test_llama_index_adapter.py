@@ -263,3 +263,15 @@ def test_embedding_is_unit_length_and_rebuilds_from_its_dict():
     named = NeocorRAGEmbedding.from_dict(NeocorRAGEmbedding("some/folder").to_dict())
     assert named.model_name == "some/folder" and named._spec == "some/folder"
     assert NeocorRAGEmbedding().model_name == "all-MiniLM-L6-v2"
+
+
+def test_embedding_with_an_embedder_object_survives_pickling():
+    # LlamaIndex pickles transformations for num_workers; the object must travel, not its
+    # class name as a model to download.
+    import pickle
+
+    embedding = NeocorRAGEmbedding(HashedBagOfWords())
+    copy = pickle.loads(pickle.dumps(embedding))
+    assert copy.get_query_embedding("Paris") == pytest.approx(
+        embedding.get_query_embedding("Paris")
+    )

@@ -88,7 +88,7 @@ def _candidate_texts(miner: EvidenceChainMiner, passages: list[Passage]) -> set[
 
     triples = miner.triple_source.triples_for(passages)
     graph = EvidenceGraph.from_triples(t for ts in triples for t in ts)
-    entities = miner._entities(QUERY, graph.nodes)
+    entities = miner._extractor(miner.config.query_entities)(QUERY, graph.nodes)
     emb = miner.embedder
     seeds = select_seeds(
         graph.nodes,
@@ -260,3 +260,36 @@ def test_triple_texts_are_embedded_once_across_calls():
     miner.mine(QUERY, make_passages())
     sent = [t for batch in calls for t in batch]
     assert len(sent) == len(set(sent))
+
+
+def test_a_per_call_query_entities_override_is_used(monkeypatch):
+    # The extractor used to be built once, in the constructor's mode: the override was
+    # validated and then ignored.
+    from neocorrag_core.entities import QueryEntityExtractor
+
+    used: list[str] = []
+    original = QueryEntityExtractor.__call__
+
+    def record(self, query, nodes):
+        used.append(self.mode)
+        return original(self, query, nodes) if self.mode == "ngram" else ["Van Hook Township"]
+
+    monkeypatch.setattr(QueryEntityExtractor, "__call__", record)
+    miner = miner_for("none", query_entities="ngram")
+    miner.mine(QUERY, make_passages())
+    miner.mine(QUERY, make_passages(), query_entities="spacy")
+    miner.mine(QUERY, make_passages())
+    assert used == ["ngram", "spacy", "ngram"]
+
+
+def test_a_malformed_triple_object_in_metadata_is_skipped_not_a_crash():
+    from neocorrag_core import Triple
+
+    passages = make_passages()
+    passages[0] = replace(
+        passages[0],
+        metadata={"triples": [Triple("Van Hook Township", "located in", None), *TRIPLES["p1"]]},  # type: ignore[arg-type]
+    )
+    result = miner_for("none").mine(QUERY, passages)
+    assert result.context  # mined as if the bad item were not there
+    assert not any(t.object is None for chain in result.chains for t in chain.triples)

@@ -470,3 +470,12 @@ def test_cli_errors_are_one_line_with_exit_2(
         == 2
     )
     assert "is not ID@VERSION" in capsys.readouterr().err
+
+
+def test_cli_import_of_a_missing_file_leaves_no_empty_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "new.sqlite"
+    assert main(["store", "import", str(tmp_path / "missing.jsonl"), "--store", str(store)]) == 2
+    assert "there is no export file" in capsys.readouterr().err
+    assert not store.exists()

@@ -107,3 +107,8 @@ def test_chained_source_takes_first_non_empty():
     assert second.asked == ["p2", "p3"]
     with pytest.raises(ValueError):
         ChainedTripleSource()
+
+
+def test_openie_records_of_the_wrong_shape_are_an_input_error():
+    with pytest.raises(InputError, match="does not look like HippoRAG OpenIE output"):
+        OpenIETripleSource.from_records({"doc": []})
