@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -192,10 +193,20 @@ def _looks_like_a_name(surface: str) -> bool:
 
 
 def _names_any(key: str, entities: Sequence[list[str]]) -> bool:
-    """Whether the query names one of the entities (at least 2/3 of its distinct words:
-    "Duran Duran" is named by a text that says "Duran Duran")."""
-    words = set(key.split())
-    return any(len(words.intersection(e)) * 3 >= 2 * len(set(e)) for e in entities)
+    """Whether the query names one of the entities: it holds at least 2/3 of the entity's
+    words, a repeated word as often as the entity repeats it ("Duran Duran" is named by
+    "Duran Duran is a band", not by "Roberto Duran")."""
+    words = key.split()
+    distinct = set(words)
+    for entity in entities:
+        if len(set(entity)) == len(entity):  # the common case: no word repeats
+            found = len(distinct.intersection(entity))
+        else:
+            have = Counter(words)
+            found = sum(min(have[w], n) for w, n in Counter(entity).items())
+        if found * 3 >= 2 * len(entity):
+            return True
+    return False
 
 
 def names_entity(text: str, entity: str) -> bool:
