@@ -41,8 +41,7 @@ from dataclasses import dataclass
 from neocorrag_core.entities import capitalized_spans
 from neocorrag_core.types import Passage
 
-from .relations import FUNCTION_WORDS
-from .residual import is_date_or_number, match_key, names_entity
+from .residual import is_date_or_number, is_name_key, match_key, names_entity
 from .types import Proposition, ReformulationQuery
 
 
@@ -128,7 +127,7 @@ def title_pointers(passages: Sequence[Passage]) -> dict[str, list[str]]:
 def _pointer_form(title: str, key: str) -> str:
     """The title as a text must write it to point to it (``key``: its :func:`_title_key`),
     or "" when it cannot be pointed to."""
-    if not key or is_date_or_number(key) or all(w in FUNCTION_WORDS for w in key.split()):
+    if not is_name_key(key):
         return ""
     return match_key(_QUALIFIER.sub("", title), fold_case=False)
 

@@ -44,13 +44,13 @@ from .ranking import (
     shared_names,
     title_pointers,
 )
-from .relations import FUNCTION_WORDS, open_relation_words, qualify
+from .relations import open_relation_words, qualify
 from .residual import (
     bridge_entities,
     bridge_entity_queries,
-    is_date_or_number,
     match_key,
     names_entity,
+    names_in_lower_case,
     parse_residual_queries,
     residual_prompt_text,
     unfound_question_entities,
@@ -530,27 +530,6 @@ class EvidenceReformulator:
         if not pool:
             return []
         return self._rank(state, self._propositions(pool, state), pool, k, config)
-
-
-def names_in_lower_case(question: str, passages: Sequence[Passage]) -> list[str]:
-    """The passages' names (titles, capitalised spans of their texts) that a question typed
-    without capitals names ("where was the director of film x born?" names "Film X"), in
-    passage order. They stand in for the question's own names, so that a stray passage
-    saying "directors" still cannot supply the bridge; function words, numbers and dates
-    never count. (Only for a question with no capital at all: one whose names are all
-    lower-case words, "When did the state whose official sport is jousting ...", would
-    take any capitalised "Sport" of a passage as its name.)"""
-    question_key = f" {match_key(question)} "
-    found: dict[str, str] = {}
-    for passage in passages:
-        for name in (passage.title, *capitalized_spans(passage.text)):
-            key = match_key(name)
-            words = key.split()
-            if not words or is_date_or_number(key) or all(w in FUNCTION_WORDS for w in words):
-                continue
-            if f" {key} " in question_key:
-                found.setdefault(key, " ".join(name.split()))
-    return list(found.values())
 
 
 def _check_call(question: object, k: object) -> None:

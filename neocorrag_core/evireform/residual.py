@@ -113,6 +113,15 @@ def is_date_or_number(key: str) -> bool:
     return all(w in _DATE_WORDS or w.rstrip("sthndr").isdigit() or w.isdigit() for w in words)
 
 
+def is_name_key(key: str) -> bool:
+    """Whether a :func:`match_key` can stand for a name: not empty, not a number or a date,
+    not only function words ("It", "The Of")."""
+    words = key.split()
+    return (
+        bool(words) and not is_date_or_number(key) and not all(w in FUNCTION_WORDS for w in words)
+    )
+
+
 def parse_residual_queries(
     reply: str,
     question: str,
@@ -295,10 +304,7 @@ def unfound_question_entities(
     found: list[str] = []
     for span in capitalized_spans(question):
         key = match_key(span)
-        words = key.split()
-        if not words or is_date_or_number(key) or all(w in FUNCTION_WORDS for w in words):
-            continue
-        if len(words) == 1 and words == first_word:
+        if not is_name_key(key) or key.split() == first_word:
             continue
         if any(names_entity(p.title, span) or names_entity(p.text, span) for p in passages):
             continue
@@ -306,6 +312,24 @@ def unfound_question_entities(
         if len(found) == max_entities:
             break
     return found
+
+
+def names_in_lower_case(question: str, passages: Sequence[Passage]) -> list[str]:
+    """The passages' names (titles, capitalised spans of their texts) that a question typed
+    without capitals names ("where was the director of film x born?" names "Film X"), in
+    passage order. They stand in for the question's own names, so that a stray passage
+    saying "directors" still cannot supply the bridge; function words, numbers and dates
+    never count. (Only for a question with no capital at all: one whose names are all
+    lower-case words, "When did the state whose official sport is jousting ...", would
+    take any capitalised "Sport" of a passage as its name.)"""
+    question_key = f" {match_key(question)} "
+    found: dict[str, str] = {}
+    for passage in passages:
+        for name in (passage.title, *capitalized_spans(passage.text)):
+            key = match_key(name)
+            if is_name_key(key) and f" {key} " in question_key:
+                found.setdefault(key, " ".join(name.split()))
+    return list(found.values())
 
 
 __all__ = [
@@ -316,8 +340,10 @@ __all__ = [
     "bridge_entity_queries",
     "fact_bridges",
     "is_date_or_number",
+    "is_name_key",
     "match_key",
     "names_entity",
+    "names_in_lower_case",
     "parse_residual_queries",
     "residual_prompt_text",
     "unfound_question_entities",

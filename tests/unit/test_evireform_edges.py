@@ -14,8 +14,11 @@ from neocorrag_core.errors import InputError
 from neocorrag_core.evireform import EvidenceReformulator, ReformulationConfig, ReformulationQuery
 from neocorrag_core.evireform.propositions import relation_sentences
 from neocorrag_core.evireform.ranking import about_entity
-from neocorrag_core.evireform.reformulator import names_in_lower_case
-from neocorrag_core.evireform.residual import names_entity, parse_residual_queries
+from neocorrag_core.evireform.residual import (
+    names_entity,
+    names_in_lower_case,
+    parse_residual_queries,
+)
 
 NO_LM = ReformulationConfig(selection="embedding", residual_queries="entities")
 
