@@ -188,6 +188,20 @@ class TripleStore:
         if head and head != _SQLITE_MAGIC:
             raise StoreError(self._damaged("it is not an SQLite database"))
 
+    def _set_wal(self) -> None:
+        """``PRAGMA journal_mode=WAL``, retried within the timeout while the file is locked:
+        SQLite answers "database is locked" at once, without waiting, when another process
+        is creating the same new store (two ingestion workers opening it together)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                self._conn().execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
+
     def _create_schema(self) -> None:
         with self._transaction(write=False, action="open") as conn:
             tables = table_names(conn)
@@ -199,7 +213,7 @@ class TripleStore:
             with self._guard("open"):
                 # Persistent in the file, so later connections (other threads) need not set
                 # it; a no-op (no write) when the store is in WAL mode already.
-                self._conn().execute("PRAGMA journal_mode=WAL")
+                self._set_wal()
         if {"meta", "passages", "triples"} <= tables:  # the usual case: only check
             version = self._known_version(found, tables)
             if version < SCHEMA_VERSION:

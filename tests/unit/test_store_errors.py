@@ -316,3 +316,24 @@ def test_read_only_choice_survives_pickling(tmp_path: Path) -> None:
     clone = pickle.loads(pickle.dumps(TripleStore(path, read_only=True)))
     assert clone.read_only and clone.contains([passage(0)], KEY) == [True]
     assert not pickle.loads(pickle.dumps(TripleStore(path))).read_only
+
+
+def test_switching_a_new_store_to_wal_waits_out_a_concurrent_creator(tmp_path, monkeypatch):
+    # SQLite refuses the journal-mode switch at once (no busy wait) while another process
+    # creates the same store; the open retries within the timeout instead of failing.
+    original = TripleStore._conn
+    refusals = [2]
+
+    class Busy:
+        def __init__(self, conn):
+            self.conn = conn
+
+        def execute(self, sql, *args):
+            if sql.startswith("PRAGMA journal_mode") and refusals[0]:
+                refusals[0] -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return self.conn.execute(sql, *args)
+
+    monkeypatch.setattr(TripleStore, "_conn", lambda self: Busy(original(self)))
+    store = TripleStore(tmp_path / "new.sqlite", timeout=5)
+    assert refusals == [0] and store.schema_version > 0
