@@ -184,10 +184,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NeocorragError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    calibrator.save(args.out)
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        calibrator.save(args.out)
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        print(
+            f"error: cannot write {exc.filename or args.out}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
     print(f"wrote {args.out} ({calibrator.version}) and {args.report}")
     if report["report_half_dropped"]:
         print(f"dropped {report['report_half_dropped']} report-half question(s)")

@@ -36,6 +36,7 @@ from neocorrag_core.belief import (
     Diagnostics,
 )
 from neocorrag_core.belief.rules import Budget, decide
+from neocorrag_core.belief.types import VERIFIER_NAMES
 from neocorrag_core.eval.metrics import f1_score
 from neocorrag_core.eval.splits import calibration_split_of, split_of
 
@@ -68,10 +69,14 @@ def measured_steps(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def recorded_diagnostics(values: dict[str, Any]) -> Diagnostics:
-    """A trajectory step's ``diagnostics`` dict as the :class:`Diagnostics` it was."""
+    """A trajectory step's ``diagnostics`` dict as the :class:`Diagnostics` it was.
+
+    A step that skipped the verifier (``verify="auto"``, the default) records no verifier
+    numbers; they are ``None`` here, as they were live."""
     known = {f.name for f in fields(Diagnostics)}
     kept = {name: value for name, value in values.items() if name in known}
-    return Diagnostics(**{**kept, "drop_ids": tuple(kept.get("drop_ids", ()))})
+    unverified = {name: None for name in VERIFIER_NAMES}
+    return Diagnostics(**{**unverified, **kept, "drop_ids": tuple(kept.get("drop_ids", ()))})
 
 
 def replay(

@@ -29,10 +29,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from neocorrag_core.generation import chat_prompt_ids, model_device, neutral_settings
+from neocorrag_core.generation import (
+    chat_prompt_ids,
+    model_device,
+    neutral_settings,
+    text_token_ids_batch,
+)
 from neocorrag_core.models import LanguageModel, end_of_turn_token_id
 from neocorrag_core.prompt_budget import Clip, PieceKind
-from neocorrag_core.rendering import focus_text
+from neocorrag_core.rendering import flatten, focus_text
 from neocorrag_core.types import Passage
 
 logger = logging.getLogger(__name__)
@@ -172,14 +177,14 @@ def numbered_passages(
     focus: Mapping[str, Sequence[str]] | None = None,
     clip: Clip | None = None,
 ) -> list[str]:
-    """Prompt lines ``[n] title: text``, each passage's text cut to ``max_passage_chars``
-    (with ``focus``: only its sentences that mention the names given for its id) and, with
+    """Prompt lines ``[n] title: text``, each passage's text flattened and cut to
+    ``max_passage_chars`` characters (:func:`~neocorrag_core.rendering.flatten`; with
+    ``focus``: only its sentences that mention the names given for its id) and, with
     ``clip``, to its token budget."""
     lines = []
     for number, passage in enumerate(passages, start=1):
         if focus is None:
-            body = " ".join(passage.text[: max(0, max_passage_chars) * 4].split())
-            body = body[: max(0, max_passage_chars)]
+            body = flatten(passage.text, max_passage_chars)[0]
         else:
             body = focus_text(passage.text, focus.get(passage.id, ()), max_passage_chars)
         body = _piece(body, "passage", clip)
@@ -197,11 +202,9 @@ def _piece(text: str, kind: PieceKind, clip: Clip | None) -> str:
 
 
 def _encode_candidates(tokenizer: Any, candidates: Sequence[str], end_id: int) -> list[list[int]]:
-    """Each candidate's tokens plus the end id; special-token text in a candidate stays text."""
-    encoded = tokenizer(list(candidates), add_special_tokens=False, split_special_tokens=True)[
-        "input_ids"
-    ]
-    return [[*map(int, ids), end_id] for ids in encoded]
+    """Each candidate's tokens plus the end id; marker text in a candidate stays text
+    (:func:`~neocorrag_core.generation.text_token_ids`)."""
+    return [[*ids, end_id] for ids in text_token_ids_batch(tokenizer, candidates)]
 
 
 def _distinct(sequences: Sequence[Sequence[int]]) -> list[int]:

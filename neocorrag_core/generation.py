@@ -7,23 +7,87 @@ temperatures) never changes a score or makes a call nondeterministic.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from neocorrag_core.models import LanguageModel, end_of_turn_token_id
 
+logger = logging.getLogger(__name__)
+
 
 def text_token_ids(tokenizer: Any, text: str) -> list[int]:
-    """Token ids of untrusted ``text`` with no special token in them.
+    """Token ids of untrusted ``text`` with no control token in them.
 
     ``split_special_tokens=True`` makes a passage (or query, title, triple) that contains
-    ``<|im_end|>`` or ``<|eot_id|>`` tokenize as those characters, never as the control token,
-    so retrieved text cannot forge prompt structure.
+    ``<|im_end|>`` or ``<|eot_id|>`` tokenize as those characters, never as the control token.
+    That flag only covers tokens flagged special; a tokenizer may also register markers as
+    plain added tokens (Qwen2.5's ``<tool_call>``, which its chat template uses), which it
+    still matches in any text. Such a match is re-tokenized with the marker broken
+    (:func:`_break_markers`), so retrieved text cannot forge prompt structure. Text in which
+    the tokenizer matched no added token keeps its ids unchanged.
     """
-    return [
-        int(i)
-        for i in tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
-    ]
+    return text_token_ids_batch(tokenizer, [text])[0]
+
+
+def text_token_ids_batch(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
+    """:func:`text_token_ids` of each text, tokenized as one batch."""
+    if not texts:
+        return []
+    encoded = _plain_ids(tokenizer, texts)
+    markers = _added_markers(tokenizer)
+    # <unk> is how some tokenizers spell characters they lack: ordinary text, not a marker.
+    unk = getattr(tokenizer, "unk_token_id", None)
+    forbidden = {i for i in markers.values() if i != unk}
+    for n, (text, ids) in enumerate(zip(texts, encoded, strict=True)):
+        if not any(i in forbidden for i in ids):
+            continue
+        escaped = _break_markers(text, markers)
+        if escaped != text:
+            ids = _plain_ids(tokenizer, [escaped])[0]
+        kept = [i for i in ids if i not in forbidden]
+        if len(kept) < len(ids):
+            # A marker matched on normalized text (NFKC folds a fullwidth ＜ into <) or a
+            # normalizer that deletes the zero-width space. Losing a forged marker's
+            # characters is harmless; keeping the control token is not.
+            logger.warning("dropped %d marker token(s) from untrusted text", len(ids) - len(kept))
+        encoded[n] = kept
+    return encoded
+
+
+def _plain_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
+    """Token ids of each text with no special token matched (added tokens still are)."""
+    batch = tokenizer(list(texts), add_special_tokens=False, split_special_tokens=True)
+    return [[int(i) for i in ids] for ids in batch["input_ids"]]
+
+
+def _added_markers(tokenizer: Any) -> dict[str, int]:
+    """Content -> id of every added token (special or not) that text could spell.
+
+    All of them count, not only those flagged special: which added tokens a model treats as
+    structure (tool calls, fill-in-the-middle, thinking) is not recorded anywhere, and a
+    tokenizer that added ordinary words only sees them spelled in pieces. Single characters
+    (no text edit can break them) and whitespace runs (the same text whatever their token;
+    CodeGen and Phi-2 add them) are left alone.
+    """
+    found: dict[str, int] = {}
+    for token_id, token in getattr(tokenizer, "added_tokens_decoder", {}).items():
+        content = str(getattr(token, "content", token))
+        if len(content) > 1 and not content.isspace():
+            found[content] = int(token_id)
+    return found
+
+
+# Inserted after a marker's first character: invisible, and no tokenizer's marker spans it.
+_BREAK = "\u200b"
+
+
+def _break_markers(text: str, markers: Iterable[str]) -> str:
+    """``text`` with every occurrence of each marker broken by a zero-width space."""
+    for marker in sorted(markers, key=len, reverse=True):  # longest first: nested markers
+        if marker in text:
+            text = text.replace(marker, marker[0] + _BREAK + marker[1:])
+    return text
 
 
 # Stand-ins for message contents while a chat template is rendered: no template transforms
@@ -33,13 +97,13 @@ _SLOT = "\x00neocorrag-slot-{}\x00"
 
 def chat_ids(tokenizer: Any, messages: Sequence[Mapping[str, str]]) -> list[int]:
     """``messages`` rendered with the tokenizer's chat template (generation prompt added), as
-    token ids in which only the template's own markers are special tokens.
+    token ids in which only the template's own markers are added (control) tokens.
 
     The template is rendered with stand-ins for the contents; its pieces are tokenized with
     special tokens recognized, the contents with :func:`text_token_ids`. A template that
     drops or reorders the stand-ins (none known) is rendered with the contents instead, after
-    every special-token string in them is broken by a zero-width space, so the guarantee holds
-    either way.
+    every marker string in them (special or other added token) is broken by a zero-width
+    space, so the guarantee holds either way.
     """
     slots = [_SLOT.format(i) for i in range(len(messages))]
     stand_in = [{**m, "content": slot} for m, slot in zip(messages, slots, strict=True)]
@@ -64,23 +128,14 @@ def chat_ids(tokenizer: Any, messages: Sequence[Mapping[str, str]]) -> list[int]
 
 
 def _escaped_chat_ids(tokenizer: Any, messages: Sequence[Mapping[str, str]]) -> list[int]:
-    specials = sorted(
-        {str(t) for t in getattr(tokenizer, "all_special_tokens", []) if len(str(t)) > 1}
-        | {
-            str(t.content)
-            for t in getattr(tokenizer, "added_tokens_decoder", {}).values()
-            if getattr(t, "special", False) and len(str(t.content)) > 1
-        },
-        key=len,
-        reverse=True,
-    )
-
-    def escape(text: str) -> str:
-        for token in specials:
-            text = text.replace(token, token[0] + "\u200b" + token[1:])
-        return text
-
-    safe = [{**m, "content": escape(m["content"])} for m in messages]
+    # Here the contents are tokenized together with the template, markers recognized, so
+    # every marker spelled in them is broken first: special tokens, <unk>, and added ones.
+    markers = set(_added_markers(tokenizer)) | {
+        str(t)
+        for t in getattr(tokenizer, "all_special_tokens", [])
+        if len(str(t)) > 1 and not str(t).isspace()
+    }
+    safe = [{**m, "content": _break_markers(m["content"], markers)} for m in messages]
     rendered = tokenizer.apply_chat_template(safe, tokenize=False, add_generation_prompt=True)
     return [int(i) for i in tokenizer(rendered, add_special_tokens=False)["input_ids"]]
 
@@ -212,4 +267,5 @@ __all__ = [
     "model_device",
     "neutral_settings",
     "text_token_ids",
+    "text_token_ids_batch",
 ]

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from neocorrag_core.errors import InputError
 from neocorrag_core.generation import text_token_ids
+from neocorrag_core.rendering import flatten
 
 PieceKind = Literal["question", "title", "passage", "entity"]
 
@@ -28,8 +29,9 @@ DEFAULT_PROMPT_TOKENS = 2048
 ELLIPSIS = " …"
 
 # Text is cut to this many characters per allowed token before it is tokenized, so a
-# megabyte of input costs no more than a budget's worth of tokenizer work. After whitespace
-# is collapsed no real tokenizer spends fewer than one token per 32 characters.
+# megabyte of input costs no more than a budget's worth of tokenizer work. The characters
+# are counted after whitespace is collapsed (a run of layout spaces costs one), and then no
+# real tokenizer spends fewer than one token per 32 characters.
 _CHARS_PER_TOKEN_BOUND = 32
 
 
@@ -38,21 +40,30 @@ class PromptTooLongError(InputError):
 
 
 def clip_to_tokens(tokenizer: Any, text: str, max_tokens: int) -> str:
-    """``text`` with collapsed whitespace, cut to ``max_tokens`` tokens (plus an ellipsis).
+    """``text`` with collapsed whitespace, cut to at most ``max_tokens`` tokens, the
+    ellipsis that marks a cut included (left out when it would leave no room for text).
 
     Cheap on any input: at most ``32 * max_tokens`` characters are ever tokenized.
     """
-    window = max(1, max_tokens) * _CHARS_PER_TOKEN_BOUND
-    cut_early = len(text) > window
-    flat = " ".join(text[:window].split())
+    flat, cut_early = flatten(text, max(1, max_tokens) * _CHARS_PER_TOKEN_BOUND)
     if not cut_early and len(flat) <= max_tokens:  # every token covers at least one character
         return flat
     ids = text_token_ids(tokenizer, flat)
-    if len(ids) <= max_tokens:
-        return flat + ELLIPSIS if cut_early else flat
-    kept = str(tokenizer.decode(ids[:max_tokens], clean_up_tokenization_spaces=False))
+    if not cut_early and len(ids) <= max_tokens:
+        return flat
+    room = max_tokens - len(text_token_ids(tokenizer, ELLIPSIS))
+    if room < 1:  # a budget smaller than the ellipsis: the text alone, cut to the budget
+        return _decoded_prefix(tokenizer, ids, max(0, max_tokens))
+    if len(ids) <= room:  # cut_early, but what was read fits beside the ellipsis
+        return flat + ELLIPSIS
+    return _decoded_prefix(tokenizer, ids, room) + ELLIPSIS
+
+
+def _decoded_prefix(tokenizer: Any, ids: list[int], count: int) -> str:
+    """The text of the first ``count`` tokens, trailing space stripped."""
+    kept = str(tokenizer.decode(ids[:count], clean_up_tokenization_spaces=False))
     # A byte-level BPE may split a character at the cut; drop its undecodable remnant.
-    return kept.rstrip("\ufffd").rstrip() + ELLIPSIS
+    return kept.rstrip("\ufffd").rstrip()
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,29 @@ def render_passages(passages: Iterable[TitledText]) -> list[str]:
     return [render_passage(p) for p in passages]
 
 
+def flatten(text: str, max_chars: int) -> tuple[str, bool]:
+    """``text`` with each whitespace run made one space and its ends stripped, cut to its
+    first ``max_chars`` characters; and whether that cut dropped anything.
+
+    The cut counts characters of the flattened text, never of the raw one: text extracted
+    from PDF or HTML can hold thousands of layout spaces, and a raw cut would spend the
+    whole allowance on them and drop the fact after them. Only as much of ``text`` is read
+    as the allowance needs (whitespace runs read through), so a megabyte of prose costs no
+    more than a passage.
+    """
+    limit = max(0, max_chars)
+    size = max(1, limit)
+    while True:
+        # The flattened form of a prefix is a prefix of the flattened text.
+        flat = " ".join(text[:size].split())
+        if len(flat) > limit or size >= len(text):
+            break
+        size *= 2  # whitespace took up the slice: read on (amortized, at most len(text))
+    if len(flat) <= limit:
+        return flat, False
+    return flat[:limit].rstrip(), True
+
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
@@ -174,6 +197,7 @@ __all__ = [
     "Fact",
     "HasText",
     "TitledText",
+    "flatten",
     "focus_text",
     "linearize",
     "render_chains",

@@ -86,7 +86,8 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 def parse_json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in a text answer (code fences and prose around it allowed),
-    or ``None`` when there is none or it does not parse. Read with ``json`` only."""
+    or ``None`` when there is none or it does not parse (nested too deep included: model
+    output never raises here). Read with ``json`` only."""
     if not isinstance(text, str):
         return None
     fenced = _FENCE.search(text)
@@ -96,7 +97,7 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
         return None
     try:
         value, _ = json.JSONDecoder().raw_decode(body, start)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
         return None
     return value if isinstance(value, dict) else None
 
@@ -310,7 +311,7 @@ class FrameworkLLM:
 
     def ask(self, messages: Sequence[Mapping[str, str]], model: Any = None) -> FrameworkReply:
         """The structured answer for ``model`` when the LLM offers structured output (and it
-        succeeds), else the text answer."""
+        succeeds with an object), else the text answer."""
         runnable = self.structured_runnable(model) if model is not None else None
         if runnable is not None:
             try:
@@ -321,8 +322,12 @@ class FrameworkLLM:
             except Exception as exc:  # a provider error must not lose the call
                 logger.warning("structured output failed (%s); falling back to parsing text", exc)
             else:
-                prompt = estimate_tokens("".join(m["content"] for m in messages))
-                return FrameworkReply(value, True, prompt, _estimate_object_tokens(value))
+                if value is not None:
+                    prompt = estimate_tokens("".join(m["content"] for m in messages))
+                    return FrameworkReply(value, True, prompt, _estimate_object_tokens(value))
+                # LangChain returns None when the model answered without the tool call (and
+                # a LlamaIndex response may carry no object): no answer yet, as on an error.
+                logger.warning("structured output returned nothing; falling back to parsing text")
         return self.text(messages)
 
     def text(self, messages: Sequence[Mapping[str, str]]) -> FrameworkReply:

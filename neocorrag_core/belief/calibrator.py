@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection, Mapping, Sequence
+import numbers
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -22,7 +23,20 @@ import numpy as np
 
 from neocorrag_core.errors import ConfigError, InputError
 
-from .types import DIAGNOSTIC_NAMES, Diagnostics
+from .types import FEATURE_NAMES, Diagnostics
+
+ANSWERABILITY_FEATURES = (
+    "support",
+    "gap",
+    "uncertainty",
+    "relevance",
+    "conflict",
+    "answer_confidence",
+)
+"""What the calibrator is fitted on by default: the evidence and the answer, not ``cost`` or
+``novelty``. Those two describe the search protocol, and the fit's episodes are forced to
+keep searching (``answer_threshold=1.0``), so how they relate to a right answer there would
+not carry over to the controller's own episodes."""
 
 FORMAT = "neocorrag-answerability"
 FORMAT_VERSION = 1
@@ -94,15 +108,19 @@ class AnswerabilityCalibrator:
             raise ConfigError("AnswerabilityCalibrator: coefficients must be finite, scales > 0")
 
     def predict(self, diagnostics: Diagnostics | Mapping[str, float]) -> float:
-        """The probability that the generator's answer is right, in ``[0, 1]``."""
+        """The probability that the generator's answer is right, in ``[0, 1]``.
+
+        A feature that is absent, ``None`` or NaN is taken at its training mean (as
+        :meth:`fit` takes it), so it shifts nothing; a value that is not a finite number
+        raises :class:`~neocorrag_core.errors.InputError`."""
         values = diagnostics.features() if isinstance(diagnostics, Diagnostics) else diagnostics
         z = self.bias
         for name, w, mean, scale in zip(
             self.features, self.weights, self.means, self.scales, strict=True
         ):
-            x = values.get(name)
+            x = _feature_value(values, name)
             if x is not None:
-                z += w * (float(x) - mean) / scale
+                z += w * (x - mean) / scale
         return _sigmoid(z)
 
     def predict_range(
@@ -124,9 +142,9 @@ class AnswerabilityCalibrator:
                 ends = (w * (0.0 - mean) / scale, w * (1.0 - mean) / scale)
                 low, high = low + min(ends), high + max(ends)
                 continue
-            x = values.get(name)
+            x = _feature_value(values, name)
             if x is not None:
-                term = w * (float(x) - mean) / scale
+                term = w * (x - mean) / scale
                 low, high = low + term, high + term
         return _sigmoid(low), _sigmoid(high)
 
@@ -138,46 +156,88 @@ class AnswerabilityCalibrator:
     ) -> AnswerabilityCalibrator:
         """Read a coefficient file; ``None``: the file called ``shipped`` that comes with
         neocorrag (:data:`DEFAULT_FILE`, or :data:`AFTER_SEARCH_FILE` for the model of
-        the answer after one more search)."""
+        the answer after one more search; :func:`shipped_files` lists them all).
+
+        Raises :class:`~neocorrag_core.errors.InputError` naming the file and the field when
+        it cannot be read or is not a valid coefficient file."""
         if path is None:
-            text = resources.files("neocorrag_core.belief").joinpath("data").joinpath(shipped)
-            raw = text.read_text(encoding="utf-8")
+            available = shipped_files()
+            if shipped not in available:
+                raise InputError(
+                    f"no shipped calibrator file {shipped!r}; shipped: {', '.join(available)}"
+                )
             origin = f"neocorrag_core/belief/data/{shipped}"
+            source: Any = _data_dir().joinpath(shipped)
         else:
             origin = str(path)
-            try:
-                raw = Path(path).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise InputError(
-                    f"cannot read the calibrator file {origin}: {exc.strerror or exc}"
-                ) from None
+            source = Path(path)
+        try:
+            raw = source.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(
+                f"cannot read the calibrator file {origin}: {exc.strerror or exc}"
+            ) from None
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"{origin} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from None
         try:
             data = json.loads(raw)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise InputError(f"{origin} is not JSON: {exc}") from None
         return cls.from_dict(data, origin=origin)
 
     @classmethod
     def from_dict(cls, data: Any, *, origin: str = "calibrator") -> AnswerabilityCalibrator:
-        """Build from the JSON structure :meth:`to_dict` writes (validated)."""
+        """Build from the JSON structure :meth:`to_dict` writes, validated: ``features`` a
+        list of distinct names from :data:`~neocorrag_core.belief.types.FEATURE_NAMES`,
+        ``weights`` / ``means`` / ``scales`` lists of finite numbers of the same length,
+        ``bias`` a finite number, ``version`` a non-empty string, ``meta`` an object;
+        :class:`~neocorrag_core.errors.InputError` naming the field otherwise."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise InputError(f"{origin} is not a neocorrag answerability calibrator file")
-        if data.get("format_version") != FORMAT_VERSION:
+        format_version = data.get("format_version")
+        if (
+            isinstance(format_version, bool)
+            or not isinstance(format_version, int)
+            or format_version != FORMAT_VERSION
+        ):
             raise InputError(
-                f"{origin} has format_version {data.get('format_version')!r}; this neocorrag "
+                f"{origin} has format_version {format_version!r}; this neocorrag "
                 f"reads {FORMAT_VERSION}"
             )
+        missing = [key for key in _FILE_KEYS if key not in data]
+        if missing:
+            raise InputError(f"{origin}: malformed calibrator (lacks {', '.join(missing)})")
+        features = data["features"]
+        if not isinstance(features, list):
+            raise InputError(
+                f"{origin}: features must be a list of diagnostic names, got {_show(features)}"
+            )
+        names = _feature_names(features, f"{origin}: features")
+        columns = {
+            key: _number_list(data[key], key, origin) for key in ("weights", "means", "scales")
+        }
+        bias = data["bias"]
+        if not _is_number(bias) or not math.isfinite(bias):
+            raise InputError(f"{origin}: bias must be a finite number, got {_show(bias)}")
+        version = data["version"]
+        if not isinstance(version, str) or not version.strip():
+            raise InputError(f"{origin}: version must be a non-empty string, got {_show(version)}")
+        meta = data.get("meta")
+        if meta is not None and not isinstance(meta, dict):
+            raise InputError(f"{origin}: meta must be an object, got {_show(meta)}")
         try:
             return cls(
-                features=tuple(str(f) for f in data["features"]),
-                weights=tuple(float(w) for w in data["weights"]),
-                bias=float(data["bias"]),
-                means=tuple(float(m) for m in data["means"]),
-                scales=tuple(float(s) for s in data["scales"]),
-                version=str(data["version"]),
-                meta=dict(data.get("meta") or {}),
+                features=names,
+                weights=columns["weights"],
+                bias=float(bias),
+                means=columns["means"],
+                scales=columns["scales"],
+                version=version,
+                meta=dict(meta or {}),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except ConfigError as exc:
             raise InputError(f"{origin}: malformed calibrator ({exc})") from None
 
     def to_dict(self) -> dict[str, Any]:
@@ -206,7 +266,7 @@ class AnswerabilityCalibrator:
         rows: Sequence[Diagnostics | Mapping[str, float]],
         outcomes: Sequence[bool | int],
         *,
-        features: Sequence[str] = DIAGNOSTIC_NAMES,
+        features: Sequence[str] = ANSWERABILITY_FEATURES,
         l2: float = 1.0,
         version: str = "user-fit",
         meta: Mapping[str, Any] | None = None,
@@ -214,14 +274,42 @@ class AnswerabilityCalibrator:
         """Fit on episodes' diagnostics and whether the generator was right (1) or not (0).
 
         L2-regularized logistic regression (Newton's method; the bias is not penalized) on
-        standardized features; a row missing a feature takes the feature's mean.
+        standardized features; a row missing a feature (absent, ``None`` or NaN) takes the
+        feature's mean, as :meth:`predict` does.
+
+        Args:
+            rows: :class:`Diagnostics` or mappings of feature name -> number.
+            outcomes: one per row: ``1`` / ``True`` (right) or ``0`` / ``False`` (wrong);
+                both must occur (a logistic model fitted on one class says nothing).
+            features: distinct names from
+                :data:`~neocorrag_core.belief.types.FEATURE_NAMES` (default
+                :data:`ANSWERABILITY_FEATURES`, what the shipped files are fitted on).
+            l2: the L2 strength, a finite number >= 0.
+
+        Raises :class:`~neocorrag_core.errors.InputError` naming the bad argument.
         """
-        if len(rows) != len(outcomes) or not rows:
-            raise InputError("fit needs one outcome per row, and at least one row")
-        y = np.asarray([float(bool(o)) for o in outcomes])
-        x = _matrix(rows, features)
-        means = np.nanmean(x, axis=0)
-        means = np.where(np.isnan(means), 0.0, means)
+        names = _feature_names(features, "fit: features")
+        if not _is_number(l2) or not math.isfinite(l2) or l2 < 0:
+            raise InputError(f"fit: l2 must be a finite number >= 0, got {_show(l2)}")
+        row_list = _as_list(rows, "rows")
+        y = _outcomes(_as_list(outcomes, "outcomes"), "fit")
+        if len(row_list) != len(y) or not row_list:
+            raise InputError(
+                f"fit needs one outcome per row, and at least one row (got {len(row_list)} "
+                f"rows and {len(y)} outcomes)"
+            )
+        right = int(y.sum())
+        if right in (0, len(y)):
+            kind = "right (1)" if right else "wrong (0)"
+            raise InputError(
+                f"fit: every one of the {len(y)} outcomes is {kind}: a logistic model cannot "
+                "be fitted on one class (give episodes with both right and wrong answers)"
+            )
+        x = _matrix(row_list, names)
+        measured = ~np.isnan(x)
+        counts = measured.sum(axis=0)
+        # A feature no row carries gets mean 0, scale 1 and weight 0: it shifts nothing.
+        means = np.where(counts > 0, np.nansum(x, axis=0) / np.maximum(counts, 1), 0.0)
         x = np.where(np.isnan(x), means, x)
         scales = x.std(axis=0)
         scales = np.where(scales > 1e-9, scales, 1.0)
@@ -236,10 +324,15 @@ class AnswerabilityCalibrator:
             hess = (design * (p * (1 - p))[:, None]).T @ design + np.diag(penalty + 1e-9)
             step = np.linalg.solve(hess, grad)
             beta -= step
-            if float(np.abs(step).max()) < 1e-8:
+            if not np.isfinite(beta).all() or float(np.abs(step).max()) < 1e-8:
                 break
+        if not np.isfinite(beta).all():
+            raise InputError(
+                f"fit did not converge with l2={l2:g} (the features separate the outcomes "
+                "perfectly?): give l2 > 0"
+            )
         return cls(
-            features=tuple(features),
+            features=names,
             weights=tuple(float(b) for b in beta[1:]),
             bias=float(beta[0]),
             means=tuple(float(m) for m in means),
@@ -249,41 +342,168 @@ class AnswerabilityCalibrator:
         )
 
 
+_FILE_KEYS = ("version", "features", "weights", "bias", "means", "scales")
+
+
+def _data_dir() -> Any:
+    return resources.files("neocorrag_core.belief").joinpath("data")
+
+
+def shipped_files() -> list[str]:
+    """The coefficient files that come with neocorrag (``load(shipped=...)`` names)."""
+    return sorted(entry.name for entry in _data_dir().iterdir() if entry.name.endswith(".json"))
+
+
+def _is_number(value: Any) -> bool:
+    """A real number that is not a bool (JSON ``true`` is not a coefficient)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _feature_names(features: Any, where: str) -> tuple[str, ...]:
+    """``features`` as a tuple of distinct known names, else an InputError naming them."""
+    if isinstance(features, (str, bytes, Mapping)) or not isinstance(features, Iterable):
+        raise InputError(f"{where} must be a list of diagnostic names, got {_show(features)}")
+    names = tuple(features)
+    odd = [f for f in names if not isinstance(f, str)]
+    if odd:
+        raise InputError(f"{where}: {_show(odd[0])} is not a diagnostic name")
+    if not names:
+        raise InputError(f"{where} is empty; give some of {list(FEATURE_NAMES)}")
+    unknown = [f for f in names if f not in FEATURE_NAMES]
+    if unknown:
+        raise InputError(f"{where}: unknown feature(s) {unknown}; known: {list(FEATURE_NAMES)}")
+    repeated = sorted({f for f in names if names.count(f) > 1})
+    if repeated:
+        raise InputError(f"{where}: {repeated} listed more than once")
+    return names
+
+
+def _number_list(value: Any, key: str, origin: str) -> tuple[float, ...]:
+    if not isinstance(value, list):
+        raise InputError(f"{origin}: {key} must be a list of numbers, got {_show(value)}")
+    for item in value:
+        if not _is_number(item) or not math.isfinite(item):
+            raise InputError(f"{origin}: {key} holds {_show(item)}, not a finite number")
+    return tuple(float(v) for v in value)
+
+
+def _as_list(values: Any, what: str) -> list[Any]:
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise InputError(f"fit: {what} must be a list, got {_show(values)}")
+    return list(values)
+
+
+def _outcomes(outcomes: Iterable[Any], where: str) -> Any:
+    """The outcomes as a float array of 0 and 1; InputError at the first other value."""
+    values = []
+    for i, outcome in enumerate(outcomes):
+        if isinstance(outcome, (bool, np.bool_)) or (
+            isinstance(outcome, numbers.Real) and outcome in (0, 1)
+        ):
+            values.append(float(outcome))
+            continue
+        raise InputError(
+            f"{where}: outcomes[{i}] is {_show(outcome)}; an outcome is 1 / True (right) or "
+            "0 / False (wrong)"
+        )
+    return np.asarray(values, float)
+
+
+def _feature_value(values: Mapping[str, Any], name: str) -> float | None:
+    """A row's value of ``name``: ``None`` when not measured (absent, ``None`` or NaN)."""
+    x = values.get(name)
+    if x is None:
+        return None
+    if not _is_number(x):
+        raise InputError(f"diagnostic {name} is {_show(x)}, not a number")
+    value = float(x)
+    if math.isnan(value):
+        return None
+    if math.isinf(value):
+        raise InputError(f"diagnostic {name} is {value}, not a finite number")
+    return value
+
+
 def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
-def _matrix(rows: Sequence[Diagnostics | Mapping[str, float]], features: Sequence[str]) -> Any:
+def _matrix(rows: Sequence[Any], features: Sequence[str]) -> Any:
     out = np.full((len(rows), len(features)), np.nan)
     for i, row in enumerate(rows):
-        values = row.features() if isinstance(row, Diagnostics) else row
+        if isinstance(row, Diagnostics):
+            values: Mapping[str, Any] = row.features()
+        elif isinstance(row, Mapping):
+            values = row
+        else:
+            raise InputError(
+                f"fit: rows[{i}] is {_show(row)}, not Diagnostics or a mapping of features"
+            )
         for j, name in enumerate(features):
-            if values.get(name) is not None:
-                out[i, j] = float(values[name])
+            try:
+                value = _feature_value(values, name)
+            except InputError as exc:
+                raise InputError(f"fit: rows[{i}]: {exc}") from None
+            if value is not None:
+                out[i, j] = value
     return out
+
+
+def _scored_arrays(
+    probabilities: Sequence[float], outcomes: Sequence[bool | int], what: str
+) -> tuple[Any, Any]:
+    """Probabilities and 0/1 outcomes as float arrays, checked for a score ``what``: one
+    outcome per probability, every probability a finite number in ``[0, 1]``, every
+    outcome 0 / 1 / ``False`` / ``True``; :class:`~neocorrag_core.errors.InputError`
+    otherwise."""
+    if isinstance(probabilities, (str, bytes, Mapping)) or not isinstance(probabilities, Iterable):
+        raise InputError(f"{what}: probabilities must be a list, got {_show(probabilities)}")
+    if isinstance(outcomes, (str, bytes, Mapping)) or not isinstance(outcomes, Iterable):
+        raise InputError(f"{what}: outcomes must be a list, got {_show(outcomes)}")
+    p_list = list(probabilities)
+    for value in p_list:
+        if not _is_number(value) or not 0.0 <= value <= 1.0:  # NaN fails the comparison
+            raise InputError(
+                f"{what}: probabilities must be finite numbers in [0, 1], got {_show(value)}"
+            )
+    y = _outcomes(outcomes, what)
+    if len(p_list) != len(y):
+        raise InputError(f"{what}: {len(p_list)} probabilities but {len(y)} outcomes")
+    return np.asarray(p_list, float), y
 
 
 def brier_score(probabilities: Sequence[float], outcomes: Sequence[bool | int]) -> float:
     """Mean squared error of the probabilities against the 0/1 outcomes."""
-    p, y = np.asarray(probabilities, float), np.asarray(outcomes, float)
+    p, y = _scored_arrays(probabilities, outcomes, "brier_score")
     return float(np.mean((p - y) ** 2)) if len(p) else 0.0
 
 
 def reliability_bins(
     probabilities: Sequence[float], outcomes: Sequence[bool | int], bins: int = 10
 ) -> list[dict[str, float]]:
-    """Equal-width bins of predicted probability: count, mean prediction, observed rate."""
-    p, y = np.asarray(probabilities, float), np.asarray(outcomes, float)
+    """Equal-width bins of predicted probability: count, mean prediction, observed rate.
+
+    Bin ``b`` holds ``b / bins <= p < (b + 1) / bins`` (the last one includes 1.0); a
+    probability on an edge (0.3, 0.7) is in the bin it starts, whatever the float error of
+    ``p * bins``."""
+    if isinstance(bins, bool) or not isinstance(bins, numbers.Integral) or bins < 1:
+        raise InputError(f"reliability_bins: bins must be an integer >= 1, got {_show(bins)}")
+    bins = int(bins)
+    p, y = _scored_arrays(probabilities, outcomes, "reliability_bins")
+    index = np.clip(np.floor(p * bins + 1e-9), 0, bins - 1).astype(int)
     out = []
-    edges = np.linspace(0.0, 1.0, bins + 1)
     for b in range(bins):
-        low, high = edges[b], edges[b + 1]
-        inside = (p >= low) & ((p < high) if b < bins - 1 else (p <= high))
+        inside = index == b
         if inside.any():
             out.append(
                 {
-                    "low": float(low),
-                    "high": float(high),
+                    "low": b / bins,
+                    "high": (b + 1) / bins,
                     "count": int(inside.sum()),
                     "predicted": float(p[inside].mean()),
                     "observed": float(y[inside].mean()),
@@ -295,7 +515,8 @@ def reliability_bins(
 def expected_calibration_error(
     probabilities: Sequence[float], outcomes: Sequence[bool | int], bins: int = 10
 ) -> float:
-    """ECE: the count-weighted mean |predicted - observed| over equal-width bins."""
+    """ECE: the count-weighted mean |predicted - observed| over equal-width bins
+    (:func:`reliability_bins`)."""
     table = reliability_bins(probabilities, outcomes, bins)
     total = sum(row["count"] for row in table)
     if not total:
@@ -307,6 +528,7 @@ def expected_calibration_error(
 
 __all__ = [
     "AFTER_SEARCH_FILE",
+    "ANSWERABILITY_FEATURES",
     "DEFAULT_FILE",
     "SHIPPED_MODELS",
     "AnswerabilityCalibrator",
@@ -314,5 +536,6 @@ __all__ = [
     "expected_calibration_error",
     "preset_key",
     "reliability_bins",
+    "shipped_files",
     "shipped_pair",
 ]

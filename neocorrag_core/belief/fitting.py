@@ -38,29 +38,17 @@ import numpy as np
 from neocorrag_core.errors import InputError
 
 from .calibrator import (
+    ANSWERABILITY_FEATURES,
     AnswerabilityCalibrator,
+    _scored_arrays,
     brier_score,
     expected_calibration_error,
     reliability_bins,
 )
-from .types import DIAGNOSTIC_NAMES, VERIFIER_NAMES, BeliefResult
+from .types import FEATURE_NAMES, VERIFIER_NAMES, BeliefResult
 
 SUCCESS_F1 = 0.5
 LABEL_RULE = "right = SQuAD token F1 (max over the gold aliases) of the step's draft answer >= 0.5"
-FEATURE_NAMES = (*DIAGNOSTIC_NAMES, "answer_confidence")
-"""Every feature a row can carry, in the order fitted files list them."""
-ANSWERABILITY_FEATURES = (
-    "support",
-    "gap",
-    "uncertainty",
-    "relevance",
-    "conflict",
-    "answer_confidence",
-)
-"""What the calibrator is fitted on by default: the evidence and the answer, not ``cost`` or
-``novelty``. Those two describe the search protocol, and the fit's episodes are forced to
-keep searching (``answer_threshold=1.0``), so how they relate to a right answer there would
-not carry over to the controller's own episodes."""
 DEFAULT_L2_GRID = (0.01, 0.1, 1.0, 10.0, 100.0)
 SELECTED_BY = "dev log loss (ties: the stronger L2)"
 ECE_BINS = 10
@@ -148,10 +136,15 @@ def _measured_steps(record: Any, count: int, success_f1: float) -> list[tuple[Ca
             raise InputError(f"record {count} (qid {qid!r}): draft_answer is not text")
         if not draft.strip():
             continue
+        index = step.get("step", position)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise InputError(
+                f"record {count} (qid {qid!r}): step {position} has step={index!r}, not an integer"
+            )
         f1 = f1_score(draft, answers)
         row = CalibrationRow(
             qid=qid,
-            step=int(step.get("step", position)),
+            step=index,
             features=_features(step.get("diagnostics"), f"record {count} (qid {qid!r})"),
             label=int(f1 >= success_f1),
             f1=f1,
@@ -201,9 +194,12 @@ def _features(diagnostics: Any, where: str) -> dict[str, float]:
 
 
 def log_loss(probabilities: Sequence[float], outcomes: Sequence[bool | int]) -> float:
-    """Mean negative log-likelihood of the 0/1 outcomes (probabilities clipped to 1e-15)."""
-    p = np.clip(np.asarray(probabilities, float), 1e-15, 1 - 1e-15)
-    y = np.asarray(outcomes, float)
+    """Mean negative log-likelihood of the 0/1 outcomes (probabilities clipped to 1e-15).
+
+    Raises :class:`InputError` unless there is one outcome (0 / 1) per probability and
+    every probability is a finite number in ``[0, 1]``."""
+    p, y = _scored_arrays(probabilities, outcomes, "log_loss")
+    p = np.clip(p, 1e-15, 1 - 1e-15)
     if not len(p):
         return 0.0
     return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
@@ -354,8 +350,30 @@ def hand_set_prior() -> AnswerabilityCalibrator:
 
 
 def _check_rows(split: str, rows: Sequence[CalibrationRow], one_class_ok: bool = False) -> None:
+    """Each row a :class:`CalibrationRow` labelled 0 or 1 whose features are finite numbers
+    (a feature not measured is left out of ``features``, as :func:`rows_from_trajectories`
+    leaves it), and both classes present unless ``one_class_ok``."""
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
+        raise InputError(f"the {split} rows must be a list of CalibrationRow")
     if not rows:
         raise InputError(f"the {split} split has no rows: give more questions")
+    for i, r in enumerate(rows):
+        where = f"{split} row {i}"
+        if not isinstance(r, CalibrationRow):
+            raise InputError(f"{where} is {type(r).__name__}, not a CalibrationRow")
+        where += f" (qid {r.qid!r}, step {r.step})"
+        if isinstance(r.label, bool) or r.label not in (0, 1):
+            raise InputError(f"{where}: label is {r.label!r}, not 0 or 1")
+        if not isinstance(r.features, Mapping):
+            raise InputError(f"{where}: features is not a mapping of name -> number")
+        for name, value in r.features.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError(f"{where}: feature {name} is {value!r}, not a number")
+            if not math.isfinite(value):
+                raise InputError(
+                    f"{where}: feature {name} is {value}; leave a feature that was not "
+                    "measured out of the row instead"
+                )
     right = sum(r.label for r in rows)
     if right in (0, len(rows)) and not one_class_ok:
         kind = "right" if right else "wrong"
@@ -519,7 +537,9 @@ def _read_results(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise InputError(f"{path} is not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise InputError(f"{path} is not a neocorrag eval results.json")
@@ -564,6 +584,7 @@ def fit_from_episodes(
 
 
 __all__ = [
+    "ANSWERABILITY_FEATURES",
     "DEFAULT_L2_GRID",
     "FEATURE_NAMES",
     "LABEL_RULE",

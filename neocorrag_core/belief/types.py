@@ -43,6 +43,10 @@ DIAGNOSTIC_NAMES = ("relevance", "novelty", "cost", "support", "conflict", "unce
 VERIFIER_NAMES = ("support", "conflict", "uncertainty", "gap")
 """The diagnostics that come from the verifier call (the rest are measured locally)."""
 
+FEATURE_NAMES = (*DIAGNOSTIC_NAMES, "answer_confidence")
+"""Every numeric diagnostic a calibrator can read (:meth:`Diagnostics.features` keys), in
+the order fitted files list them."""
+
 
 @dataclass(frozen=True)
 class Diagnostics:
@@ -80,7 +84,7 @@ class Diagnostics:
         called, ``answer_confidence`` only when the LM exposes it. A model reading these
         takes a missing one at its training mean."""
         out: dict[str, float] = {}
-        for name in (*DIAGNOSTIC_NAMES, "answer_confidence"):
+        for name in FEATURE_NAMES:
             value = getattr(self, name)
             if value is not None:
                 out[name] = float(value)
@@ -208,6 +212,7 @@ class BeliefResult(Cost):
 __all__ = [
     "BELIEF_NAMES",
     "DIAGNOSTIC_NAMES",
+    "FEATURE_NAMES",
     "VERIFIER_NAMES",
     "Action",
     "Belief",

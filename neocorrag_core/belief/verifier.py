@@ -238,16 +238,34 @@ def verifier_messages(
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
+# An escape sequence cut short at the end (a lone backslash, or backslash-u and up to three
+# hex digits), after any number of whole escaped backslashes.
+_CUT_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\(?:u[0-9a-fA-F]{0,3})?$")
+_CUT_KEY = re.compile(r',\s*(?:"[a-z_]*)?$')
+"""An object key cut short at the end (``, "missing_f``), or not begun (``,``)."""
+_CLOSINGS = ('"}', "}", '""}', ': ""}')
+"""What closes a reply cut in the trailing ``missing_fact``: inside its string, after it,
+after its colon, right after its key."""
+
+
 def parse_reply_text(text: str, finished: bool = True) -> dict[str, Any] | None:
-    """The reply object in a model's text; output cut inside the trailing ``missing_fact``
-    string (the token budget ran out) is closed and kept."""
+    """The reply object in a model's text; output cut in the trailing ``missing_fact``
+    (the token budget ran out: in its key, right after it, after its colon, inside its
+    string or one of its escape sequences) is closed and kept, so that complete judgments
+    are not lost to a cut fact."""
     data = parse_json_object(text)
-    if data is not None or finished or '"missing_fact"' not in text:
+    if data is not None or finished or not isinstance(text, str):
         return data
     body = text.rstrip()
-    if body.endswith("\\") and not body.endswith("\\\\"):
-        body = body[:-1]  # a cut escape sequence
-    for suffix in ('"}', "}"):
+    if '"missing_fact"' not in body:
+        key = _CUT_KEY.search(body)
+        if key is None or not '"missing_fact"'.startswith(body[key.start() + 1 :].strip()):
+            return None
+        data = parse_json_object(body[: key.start()] + "}")
+        # Kept only when every field before missing_fact is whole (the cut key is its).
+        return data if data is not None and set(_FIELDS[:-1]) <= set(data) else None
+    body = _CUT_ESCAPE.sub(r"\1", body)
+    for suffix in _CLOSINGS:
         data = parse_json_object(body + suffix)
         if data is not None:
             return data
@@ -261,8 +279,16 @@ def read_reply(data: Any, shown_ids: Sequence[str]) -> tuple[VerifierReply, list
     Categories are matched case-insensitively (punctuation ignored); ``true``/``false``
     count as yes/no, and a number in ``[0, 1]`` is taken as the probability itself (a large
     LLM may write one). A missing or invalid judgment makes the whole reply
-    :data:`NEUTRAL_REPLY`; drop numbers outside ``1..n`` are discarded one by one.
+    :data:`NEUTRAL_REPLY`; drop numbers outside ``1..n`` are discarded one by one. Never
+    raises on what the model wrote.
     """
+    try:
+        return _read_reply(data, shown_ids)
+    except (RecursionError, ValueError) as exc:  # a reply nested or sized past reading
+        return NEUTRAL_REPLY, [f"the reply cannot be read ({type(exc).__name__})"]
+
+
+def _read_reply(data: Any, shown_ids: Sequence[str]) -> tuple[VerifierReply, list[str]]:
     data = as_plain_data(data)
     if not isinstance(data, Mapping):
         return NEUTRAL_REPLY, [f"the reply is not a JSON object ({type(data).__name__})"]
@@ -333,9 +359,14 @@ def _document_number(item: Any) -> int | None:
         return item
     if isinstance(item, float) and item.is_integer():
         return int(item)
-    if isinstance(item, str) and item.strip().strip("[]").isdigit():
-        return int(item.strip().strip("[]"))
+    if isinstance(item, str):
+        # ASCII digits only: str.isdigit() also accepts "²" or "①", which int() refuses.
+        match = _DOCUMENT_NUMBER.fullmatch(item.strip().strip("[]").strip())
+        return int(match.group()) if match else None
     return None
+
+
+_DOCUMENT_NUMBER = re.compile(r"[0-9]{1,9}")
 
 
 _NOTHING = {"", "none", "nothing", "na", "null", "no"}

@@ -93,10 +93,16 @@ def read_records(path: str | Path) -> Any:
 def detect_format(records: Any, origin: str = "data") -> str:
     """Name the QA format of parsed records (see ``FORMATS``); ValueError for anything else,
     saying which option a passage corpus or a triples file belongs to."""
+    return _detect(records, origin)[0]
+
+
+def _detect(records: Any, origin: str) -> tuple[str, Any]:
+    """``(format, question rows)``: the rows are the list the format was detected on (a
+    wrapper object's list), so the loader reads exactly what the check looked at."""
     if isinstance(records, list) and not records:
         raise DataFormatError(f"{origin}: expected a non-empty list of questions")
     try:
-        fmt, _ = detect_data_format(records, origin=origin)
+        fmt, rows = detect_data_format(records, origin=origin)
     except DataFormatError:
         raise DataFormatError(
             f"{origin}: no row looks like MuSiQue (paragraphs), HotpotQA or 2Wiki (context); "
@@ -111,20 +117,16 @@ def detect_format(records: Any, origin: str = "data") -> str:
         raise DataFormatError(
             f"{origin} is a passage corpus {kind}, not questions: pass it as --corpus"
         )
-    return fmt
-
-
-def _question_rows(records: Any) -> Any:
-    if isinstance(records, Mapping):
-        return records.get("data") or records.get("questions")
-    return records
+    return fmt, rows
 
 
 def load_qa(path: str | Path, limit: int | None = None) -> tuple[list[QAExample], LoadReport]:
-    """Load a QA file of any supported format (auto-detected); ``limit`` caps loaded examples."""
+    """Load a QA file of any supported format (auto-detected); ``limit`` caps loaded examples.
+
+    A question without an ``_id`` or ``id`` gets ``row<index>`` (its position in the file),
+    so its cache key and its ``--split`` half change when the file's rows are reordered."""
     records = read_records(path)
-    fmt = detect_format(records, str(path))
-    records = _question_rows(records)
+    fmt, records = _detect(records, str(path))
     report = LoadReport(str(path), fmt)
     examples: list[QAExample] = []
     parse = _PARSERS[fmt]

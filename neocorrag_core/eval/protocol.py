@@ -33,6 +33,8 @@ class MethodInput:
     """The retrieval that produced ``passages``; methods that search again call it."""
     k: int
     """How many passages the retrieval step returned (the size of the top-k)."""
+    qid: str | None = None
+    """The question's id in the data file (the runner sets it; questions may share a text)."""
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from neocorrag_core.generation import chat_prompt_ids, greedy_generate
 from neocorrag_core.models import LanguageModel
-from neocorrag_core.rendering import render_passage
+from neocorrag_core.rendering import flatten, render_passage
 from neocorrag_core.types import Passage
 
 READER_PRESETS = ("default", "qwen-1.5b", "none")
@@ -46,11 +46,13 @@ class ReaderOutput:
 def reader_context(
     passages: Sequence[Passage], chain_text: str = "", max_passage_chars: int | None = None
 ) -> str:
-    """The context block: the chain block (if any), then the passages, blank-line separated."""
+    """The context block: the chain block (if any), then the passages, blank-line separated.
+    With ``max_passage_chars``, each passage is flattened and then cut
+    (:func:`~neocorrag_core.rendering.flatten`), so layout whitespace never uses up the cut."""
     blocks = [chain_text] if chain_text else []
     for passage in passages:
         text = render_passage(passage)
-        blocks.append(text[:max_passage_chars] if max_passage_chars else text)
+        blocks.append(flatten(text, max_passage_chars)[0] if max_passage_chars else text)
     return "\n\n".join(blocks) or EMPTY_CONTEXT
 
 

@@ -41,6 +41,10 @@ class MethodSpec:
     parameter, the run's ``--reader`` as ``reader=``) and returning the version of what
     the method's records depend on beyond the run settings (its prompts, a shipped
     coefficient file); a cached record of another version is run again. Empty: none."""
+    answers: bool = False
+    """The method answers by itself (``MethodOutput.answer``), so the run's reader never
+    reads its context: it cannot run with ``--reader none`` or be replayed by
+    ``--contexts-from``."""
 
     def _resolve(self, ref: str) -> Any:
         """The object a ``"module:attribute"`` reference names (its module imported now)."""
@@ -163,54 +167,63 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         "the answer generator without documents",
         f"{_BELIEF}:build",
         version=_BELIEF_VERSION,
+        answers=True,
     ),
     MethodSpec(
         "single-shot",
         "the retrieved top-k, answered once",
         f"{_BELIEF}:build",
         version=_BELIEF_VERSION,
+        answers=True,
     ),
     MethodSpec(
         "iterative",
         "fixed rounds of evidence-aware query writing and retrieval, then one answer",
         f"{_BELIEF}:build",
         version=_BELIEF_VERSION,
+        answers=True,
     ),
     MethodSpec(
         "belief",
         "the evidence-state controller: verify, correct, search, answer or abstain",
         f"{_BELIEF}:build",
         version=_BELIEF_VERSION,
+        answers=True,
     ),
     MethodSpec(
         "belief-no-correction",
         "belief ablation: no VERIFY (problematic evidence is never dropped)",
         f"{_BELIEF}:build",
         version=_BELIEF_VERSION,
+        answers=True,
     ),
     MethodSpec(
         "belief-prune-only",
         "belief ablation: VERIFY drops passages but fetches no replacement",
         f"{_BELIEF}:build",
         version=_BELIEF_VERSION,
+        answers=True,
     ),
     MethodSpec(
         "belief-frozen-answerability",
         "belief ablation: the first step's answerability is reused for the episode",
         f"{_BELIEF}:build",
         version=_BELIEF_VERSION,
+        answers=True,
     ),
     MethodSpec(
         "belief-chains",
         "belief whose verifier also sees the NeocorRAG evidence chains",
         f"{_BELIEF}:build",
         version=_BELIEF_VERSION,
+        answers=True,
     ),
     MethodSpec(
         "belief-always-verify",
         "belief with a verifier call at every measured step (the paper's loop)",
         f"{_BELIEF}:build",
         version=_BELIEF_VERSION,
+        answers=True,
     ),
 )
 

@@ -14,6 +14,7 @@ import logging
 import resource
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, asdict, dataclass, field
 from pathlib import Path
@@ -38,6 +39,8 @@ logger = logging.getLogger(__name__)
 BASELINE = "none"
 ITERATIVE = "iterative"
 """The evidence-state controller's main baseline: its methods are also compared to it."""
+POOLS = ("per-question", "corpus")
+RETRIEVERS = ("dense", "bm25")
 DEFAULT_METHODS = (
     "none",
     "neocorrag-beam",
@@ -96,6 +99,35 @@ class EvalSettings:
             raise ValueError(f"--top-k must be >= 1, got {self.top_k}")
         if self.split is not None and self.split not in SPLITS:
             raise ValueError(f"--split must be one of {', '.join(SPLITS)}, got {self.split!r}")
+        if self.pool not in POOLS:
+            raise ValueError(f"--pool must be one of {', '.join(POOLS)}, got {self.pool!r}")
+        if self.retriever not in RETRIEVERS:
+            raise ValueError(
+                f"--retriever must be one of {', '.join(RETRIEVERS)}, got {self.retriever!r}"
+            )
+        if self.max_new_tokens < 1:
+            raise ValueError(f"--max-new-tokens must be >= 1, got {self.max_new_tokens}")
+        if self.bootstrap < 1:
+            raise ValueError(f"--bootstrap must be >= 1, got {self.bootstrap}")
+        if self.seed < 0:
+            raise ValueError(f"--seed must be >= 0, got {self.seed}")
+        # Methods that answer by themselves: the run's reader never reads their context.
+        answering = [m for m in self.methods if known[m].answers]
+        if answering:
+            names = ", ".join(answering)
+            verb = "answers by itself" if len(answering) == 1 else "answer by themselves"
+            if self.reader == NO_READER:
+                raise ValueError(
+                    f"--reader none skips answering, but {names} {verb}; leave "
+                    f"{'it' if len(answering) == 1 else 'them'} out of --methods or choose "
+                    "a reader"
+                )
+            if self.contexts_from is not None:
+                raise ValueError(
+                    f"--contexts-from replays contexts for another reader, but {names} "
+                    f"{verb} (no reader reads the context); leave "
+                    f"{'it' if len(answering) == 1 else 'them'} out of --methods"
+                )
         from neocorrag_core.belief import BeliefConfig
         from neocorrag_core.errors import ConfigError
         from neocorrag_core.evireform import ReformulationConfig
@@ -155,9 +187,10 @@ class ResultCache:
     """Per-method JSONL files of finished question records under ``<out>/cache``."""
 
     def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder  # made by the first add(): reading a cache creates nothing
         self.records: dict[str, dict[str, dict[str, Any]]] = {}
+        # Methods whose file this cache has written to, so it ends with a whole line.
+        self._line_start: set[str] = set()
 
     def _file(self, method: str) -> Path:
         return self.folder / f"{method}.jsonl"
@@ -181,11 +214,28 @@ class ResultCache:
         return self.records[method]
 
     def add(self, method: str, record: dict[str, Any]) -> None:
-        """Append one record and flush, so it survives an interruption right after."""
+        """Append one record and flush, so it survives an interruption right after.
+
+        A line torn by a crash (no newline at the end of the file) is ended first, so the
+        new record starts a line of its own instead of being glued to the torn one (and
+        lost with it on the next load)."""
         self.load(method)[record["qid"]] = record
-        with open(self._file(method), "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self._file(method)
+        lead = "" if method in self._line_start else _line_break_needed(path)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(lead + json.dumps(record, ensure_ascii=False) + "\n")
             f.flush()
+        self._line_start.add(method)
+
+
+def _line_break_needed(path: Path) -> str:
+    """``"\\n"`` when ``path`` is a non-empty file whose last byte is not a newline."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return ""
+    with open(path, "rb") as f:
+        f.seek(-1, 2)
+        return "" if f.read(1) == b"\n" else "\n"
 
 
 def _stored(stored: dict[str, Any], key: str) -> Any:
@@ -198,8 +248,10 @@ def _stored(stored: dict[str, Any], key: str) -> Any:
     return None if spec.default is MISSING else spec.default
 
 
-def check_signature(out: Path, settings: EvalSettings) -> None:
-    """Write ``run.json`` on the first run; refuse to mix caches of different settings."""
+def check_signature(out: Path, settings: EvalSettings) -> bool:
+    """Refuse to mix caches of different settings: compare with ``out/run.json``. Returns
+    whether there is none yet; :func:`write_signature` writes it once the run's models and
+    methods are built, so a setting that fails to build (a typo) leaves nothing behind."""
     path = out / "run.json"
     wanted = settings.signature()
     if path.is_file():
@@ -213,9 +265,14 @@ def check_signature(out: Path, settings: EvalSettings) -> None:
                 f"{out} holds results of a run with other settings ({', '.join(changed)}); "
                 "use another --out, or delete the folder to start over"
             )
-        return
+        return False
+    return True
+
+
+def write_signature(out: Path, settings: EvalSettings) -> None:
+    """Write ``out/run.json``: the settings the records cached in ``out`` were made with."""
     out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(wanted, indent=2), encoding="utf-8")
+    (out / "run.json").write_text(json.dumps(settings.signature(), indent=2), encoding="utf-8")
 
 
 def peak_rss_mb() -> float:
@@ -350,8 +407,12 @@ def build_components(
     lm: Any = None,
     reader_lm: Any = None,
     triple_source: Any = None,
+    source: ResultCache | None = None,
 ) -> Components:
-    """Resolve models (the given objects win over the settings' specs) and build methods."""
+    """Resolve models (the given objects win over the settings' specs) and build methods.
+
+    With ``contexts_from``, ``source`` is the replayed run's cache (read again when not
+    given)."""
     from neocorrag_core.models import resolve_embedder, resolve_lm
 
     given_embedder = embedder
@@ -365,6 +426,10 @@ def build_components(
         triple_source=triple_source or resolve_triple_source(settings.triples, settings.out),
         show_progress=True,
     )
+    if lm is None and settings.lm is not None and not settings.contexts_from:
+        # Load a named --lm now: the methods load it lazily, mid-run, after other methods'
+        # records of the first question are cached; a typo must fail before any is.
+        miner.models.lm  # noqa: B018
     no_reader = settings.reader == NO_READER and reader_lm is None
     if reader_lm is None and not no_reader:
         same = settings.reader == "default" and settings.lm is None and lm is None
@@ -391,7 +456,7 @@ def build_components(
         vector_cache=default_cache_dir() / "eval-vectors" if named else None,
     )
     if settings.contexts_from:
-        source = replay_source(settings)
+        source = source if source is not None else replay_source(settings)
         known = corpus if corpus is not None else pooled_corpus(examples)
         methods: list[Method] = [ReplayedMethod(name, source, known) for name in settings.methods]
     else:
@@ -446,13 +511,58 @@ def replay_source(settings: EvalSettings) -> ResultCache:
     return ResultCache(folder / "cache")
 
 
+def check_replay(
+    source: ResultCache,
+    todo: Sequence[tuple[QAExample, Sequence[str]]],
+    versions: dict[str, str],
+    folder: str,
+) -> None:
+    """Before anything runs: every (question, method) left to do has a record in the
+    replayed run ``source``, made by the method's current version (``versions``, the
+    versions a resumed run checks; a record of another version is stale there and would be
+    run again) and read by that run's reader (a method that answered by itself left no
+    context for another reader)."""
+    for example, missing in todo:
+        for name in missing:
+            record = source.load(name).get(example.id)
+            if record is None:
+                raise ValueError(
+                    f"--contexts-from {folder} has no {name!r} record for question "
+                    f"{example.id!r}; finish that run first or lower --limit"
+                )
+            if name in versions and record.get("method_version") != versions[name]:
+                raise ValueError(
+                    f"--contexts-from {folder}: its {name!r} records were made by version "
+                    f"{record.get('method_version')!r} of the method, the current one is "
+                    f"{versions[name]!r}; resume that run first, which runs them again"
+                )
+            if _answered_itself(record):
+                raise ValueError(
+                    f"--contexts-from {folder}: method {name!r} answered by itself there "
+                    "(no reader read its context); leave it out of --methods"
+                )
+
+
+def _answered_itself(record: dict[str, Any]) -> bool:
+    """Whether a record's answer came from its method, not the reader (which always reads
+    a prompt): an abstention, or a prediction with no reader tokens."""
+    no_reader = not record.get("reader_prompt_tokens")
+    return bool(record.get("abstained")) or (no_reader and bool(record.get("prediction")))
+
+
 class ReplayedMethod:
     """A method's context replayed from an earlier run's records, so a new reader sees
     exactly what that run's reader saw; its method cost is the recorded one."""
 
     def __init__(self, name: str, source: ResultCache, known: Sequence[Passage] = ()) -> None:
         self.name = name
-        self.by_question = {r["question"]: r for r in source.load(name).values()}
+        self.records = source.load(name)  # the replayed run's records, by question id
+        texts = Counter(r["question"] for r in self.records.values())
+        # Found by text only for a caller that gives no id, and only where the text is
+        # unique: two questions may share a text but not their passages or answers.
+        self.by_question = {
+            r["question"]: r for r in self.records.values() if texts[r["question"]] == 1
+        }
         # Methods that retrieve again (EviReform) hand the reader passages from outside
         # the shared top-k; they are found among every passage of the run.
         self.known = {p.id: p for p in known}
@@ -460,10 +570,15 @@ class ReplayedMethod:
     def refine(self, call: MethodInput) -> MethodOutput:
         """The recorded context: the same passages (by id) and the same chain block."""
         question, passages = call.question, call.passages
-        record = self.by_question.get(question)
+        if call.qid is not None:
+            record = self.records.get(call.qid)
+            wanted = f"question {call.qid!r}"
+        else:
+            record = self.by_question.get(question)
+            wanted = f"{question[:60]!r} (or its text is not unique there)"
         if record is None:
             raise ValueError(
-                f"--contexts-from has no {self.name!r} record for {question[:60]!r}; "
+                f"--contexts-from has no {self.name!r} record for {wanted}; "
                 "finish that run first or lower --limit"
             )
         by_id = {**self.known, **{p.id: p for p in passages}}
@@ -546,13 +661,17 @@ def run_evaluation(
         examples = in_split(examples, settings.split)[: settings.limit]  # type: ignore[arg-type]
     if not examples:
         raise ValueError(f"{settings.data}: no usable question ({load_report.summary()})")
-    check_signature(out, settings)
+    unsigned = check_signature(out, settings)
     cache = ResultCache(out / "cache")
     versions = method_versions(
         settings.methods, reader=settings.reader, belief_overrides=settings.belief_overrides
     )
     todo = _pending(examples, settings.methods, cache, versions)
     if todo:
+        source = None
+        if settings.contexts_from:
+            source = replay_source(settings)
+            check_replay(source, todo, versions, settings.contexts_from)
         parts = build_components(
             settings,
             examples,
@@ -560,6 +679,7 @@ def run_evaluation(
             lm=lm,
             reader_lm=reader_lm,
             triple_source=triple_source,
+            source=source,
         )
         total = sum(len(missing) for _, missing in todo)
         with tqdm(total=total, desc="neocorrag eval", unit="run", disable=not show_progress) as bar:
@@ -571,11 +691,17 @@ def run_evaluation(
                     bar.set_postfix_str(f"{example.id[:18]} {name}")
                     record = _run_one(parts, example, name, retrieved, retrieve_seconds, settings)
                     if name in versions:
+                        # A replayed record's version is its source's (check_replay: the same).
                         record["method_version"] = versions[name]
+                    if unsigned:  # run.json first: no record is ever cached without it
+                        write_signature(out, settings)
+                        unsigned = False
                     cache.add(name, record)
                     if on_record is not None:
                         on_record(record)
                     bar.update(1)
+    if unsigned:
+        write_signature(out, settings)
     results = summarize(examples, settings, cache, load_report)
     results["machine"] = machine_summary()
     write_outputs(results, out, plots=settings.plots)
@@ -601,7 +727,11 @@ def _run_one(
     started = time.perf_counter()
     method = parts.methods[name]
     call = MethodInput(
-        example.question, retrieved, parts.retriever.search_fn(example), settings.top_k
+        example.question,
+        retrieved,
+        parts.retriever.search_fn(example),
+        settings.top_k,
+        qid=example.id,
     )
     output = method.refine(call)
     method_seconds = time.perf_counter() - started

@@ -1,9 +1,17 @@
 """The documented dev split: half of every data set's questions to tune on, half to report.
 
-A question's half is fixed by a hash of its id (salted, so it is independent of any
-ordering in the file): ``tune`` when the first byte of ``sha256("neocorrag-dev-v1:" + id)``
-is even, ``report`` when it is odd. Settings are chosen on ``tune``; numbers that claim
-to generalise are measured on ``report`` (``neocorrag eval --split report``).
+A question's half is fixed by a salted hash of its id: ``tune`` when the first byte of
+``sha256("neocorrag-dev-v1:" + id)`` is even, ``report`` when it is odd. Settings are
+chosen on ``tune``; numbers that claim to generalise are measured on ``report``
+(``neocorrag eval --split report``).
+
+The half is independent of the rows' order only for files whose rows carry an id
+(``_id`` or ``id``). A row without one is named by its position, ``row<index>``
+(:func:`~neocorrag_core.eval.datasets.load_qa`), so reordering, filtering or prepending
+rows of such a file moves questions between the halves: its split is that of the file
+as it is. The bundled ``meve_hotpotqa_dev_first100.json`` has no ids; its published
+tune/report halves are those of the file as shipped (the naming is kept so they stay
+valid).
 
 Calibrators (the answerability model, ``neocorrag_core.belief.fitting``) split the
 ``tune`` half once more, by a second salted hash: ``dev`` when the first byte of

@@ -5,11 +5,12 @@ AVX512-BF16) compute it natively; elsewhere torch emulates it, and on an AVX2-on
 the bundled 0.5B LM prefilled 3.8x slower in bf16 than in fp32 (issue 11). So
 ``dtype="auto"`` asks :func:`choose_cpu_dtype`:
 
-* no bf16 instruction on a CPU whose flags we can read -> ``float32`` (certain);
+* no bf16 instruction on a CPU whose flags we can read (x86 ``flags``, or the ``Features``
+  of an Arm CPU on Linux, where BF16 shows as ``bf16``) -> ``float32`` (certain);
 * AMX-BF16 -> ``bfloat16`` (certain);
-* anything else (AVX512-BF16 without AMX, where torch's kernels may or may not use it;
-  flags we cannot read, e.g. on macOS or ARM) -> a one-off timed probe of both formats on
-  LM-shaped matrix products, cached per machine under the neocorrag cache.
+* anything else (AVX512-BF16 without AMX, or Arm BF16, where torch's kernels may or may not
+  use it; flags we cannot read or place, e.g. on macOS) -> a one-off timed probe of both
+  formats on LM-shaped matrix products, cached per machine under the neocorrag cache.
 
 ``NEOCORRAG_DTYPE`` (``bfloat16`` / ``float32``) or ``dtype=`` overrides the choice;
 ``neocorrag doctor`` prints it with its reason.
@@ -25,7 +26,7 @@ import platform
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .bundled import default_cache_dir
 from .dtype import _parse_dtype
@@ -37,6 +38,13 @@ _PROBE_VERSION = 1
 # The probe's shapes: one Qwen2.5-0.5B MLP (hidden 896, intermediate 4864), prefill of a
 # 128-token prompt plus 16 single-token decode steps, the two regimes an LM call spends in.
 _HIDDEN, _INTERMEDIATE, _PREFILL, _DECODE_STEPS = 896, 4864, 128, 16
+
+
+# Names only one family's /proc/cpuinfo uses: x86 ``flags`` always list fpu/sse2 (and the
+# vector extensions), an AArch64 ``Features`` line always fp/asimd (32-bit Arm: vfp/neon).
+_X86_FLAGS = frozenset({"fpu", "sse", "sse2", "avx", "avx2", "avx512f", "avx512_bf16", "amx_bf16"})
+_ARM_FLAGS = frozenset({"fp", "asimd", "neon", "vfp", "bf16", "svebf16"})
+_ARM_BF16 = frozenset({"bf16", "svebf16"})
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,26 @@ class CpuInfo:
     def has_avx512_bf16(self) -> bool:
         """AVX512-BF16 dot-product instructions."""
         return self.flags is not None and "avx512_bf16" in self.flags
+
+    @property
+    def flag_family(self) -> Literal["x86", "arm", "unknown"]:
+        """Whose feature names ``flags`` holds: ``"x86"``, ``"arm"`` or ``"unknown"``.
+
+        Told from the names themselves, so a :class:`CpuInfo` built by hand is placed the
+        same way as one read from ``/proc/cpuinfo``; the two families share no name here.
+        """
+        if not self.flags:
+            return "unknown"
+        if self.flags & _X86_FLAGS:
+            return "x86"
+        if self.flags & _ARM_FLAGS:
+            return "arm"
+        return "unknown"
+
+    @property
+    def has_arm_bf16(self) -> bool:
+        """The Armv8.6 BF16 extension (``bf16``; ``svebf16`` for its SVE form)."""
+        return self.flag_family == "arm" and not _ARM_BF16.isdisjoint(self.flags or ())
 
 
 @dataclass(frozen=True)
@@ -210,11 +238,16 @@ def choose_cpu_dtype(
         return DtypeChoice(
             "bfloat16", f"{info.model_name} has AMX-BF16 (native bf16 matmul)", "capability"
         )
-    if info.flags is not None and not info.has_avx512_bf16:
+    # Only flags we can place rule bf16 out: an unknown family's names may spell it otherwise.
+    lacking = {
+        "x86": None if info.has_avx512_bf16 else "no amx_bf16, no avx512_bf16",
+        "arm": None if info.has_arm_bf16 else "no bf16 in its Arm features",
+    }.get(info.flag_family)
+    if lacking is not None:
         return DtypeChoice(
             "float32",
             f"{info.model_name} ({info.torch_capability}) has no bf16 instructions "
-            "(no amx_bf16, no avx512_bf16): bfloat16 would be emulated",
+            f"({lacking}): bfloat16 would be emulated",
             "capability",
         )
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from neocorrag_core.errors import MissingDependencyError, ModelLoadError
 
+from .presets import BUNDLED_LMS
+
 __all__ = ["MissingDependencyError", "ModelLoadError"]
 
+# Written from the preset table, so a new bundled preset is named here too.
+_BUNDLED_CHOICES = ", ".join(f"{key!r}: {lm.name}" for key, lm in BUNDLED_LMS.items())
 _LM_SPEC_HELP = (
-    "resolve_lm accepts: None or 'default' (the bundled Qwen2.5-Coder-0.5B-Instruct), "
+    f"resolve_lm accepts: None or a bundled model's name ({_BUNDLED_CHOICES}), "
     "a LanguageModel, a (model, tokenizer) tuple of loaded Hugging Face objects, "
     "a Hugging Face model id such as 'Qwen/Qwen2.5-0.5B-Instruct', "
     "or a local folder (str or pathlib.Path) holding config.json, weights and tokenizer files"

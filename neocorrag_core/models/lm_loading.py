@@ -49,10 +49,13 @@ def resolve_lm(
     """
     if isinstance(spec, LanguageModel):
         return spec
+    # Before any branch: a typo in dtype= must not wait for a download or the bundled
+    # model's one-time conversion (minutes) to be reported.
+    target = _parse_dtype(dtype)
     if spec is None or (isinstance(spec, str) and spec in BUNDLED_LMS):
         preset = spec or "default"
         path = bundled_lm_path(cache_dir=cache_dir, show_progress=show_progress, preset=preset)
-        target, reason = _auto_dtype(_parse_dtype(dtype))
+        target, reason = _auto_dtype(target)
         model, tokenizer = _load_hf_folder(
             path, dtype=target, show_progress=show_progress, label="the bundled LM"
         )
@@ -66,7 +69,6 @@ def resolve_lm(
             )
         model, tokenizer = spec
         _check_model_and_tokenizer(model, tokenizer)
-        target = _parse_dtype(dtype)
         reason = "the model object's own dtype"
         if target != "auto":
             model = model.to(_torch_dtype(target))
@@ -87,7 +89,6 @@ def resolve_lm(
                 f"Pass an existing folder, a Hugging Face model id, or a loaded (model, tokenizer) "
                 f"tuple. {_LM_SPEC_HELP}."
             )
-        target = _parse_dtype(dtype)
         model, tokenizer = _load_hf_folder(
             local if local.exists() else text,
             dtype=target,

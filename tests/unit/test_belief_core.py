@@ -141,6 +141,190 @@ def test_the_shipped_file_loads_and_bad_files_raise_input_errors(tmp_path):
         AnswerabilityCalibrator(("a",), (1.0,), 0.0, (0.0,), (0.0,), "v")  # zero scale
 
 
+SHIPPED_PREDICTIONS = {
+    # file: (version, predict(PROBE), predict({}), predict_range(PROBE, verifier names)),
+    # computed with the coefficient files and code as shipped before input validation
+    "answerability.json": (
+        "fit-20261202-2143b127", 0.15482490717046285, 0.18407045143677955,
+        (0.12828488513545713, 0.25879789220371513),
+    ),
+    "after_search.json": (
+        "fit-20261202-ea2fb4d5", 0.1750542061731634, 0.17883330994458327,
+        (0.16563443233488517, 0.2035817704684205),
+    ),
+    "answerability-qwen-1.5b.json": (
+        "fit-20261203-beb59686", 0.4190313286045034, 0.38030741389834954,
+        (0.3932048472246008, 0.435747185286555),
+    ),
+    "after_search-qwen-1.5b.json": (
+        "fit-20261203-b7c348a8", 0.4835587799937844, 0.38365315928273575,
+        (0.31468265072302604, 0.709575017840221),
+    ),
+    "answerability_prior.json": (
+        "prior-1", 0.8347951298093854, 0.5, (0.0322954646984505, 0.9986414800495711),
+    ),
+}  # fmt: skip
+PROBE = Diagnostics(
+    relevance=0.7, novelty=0.5, cost=0.2, support=0.65, conflict=0.1, uncertainty=0.75,
+    gap=0.8, answer_confidence=0.9,
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED_PREDICTIONS))
+def test_every_shipped_file_loads_and_predicts_as_before(name):
+    from neocorrag_core.belief.calibrator import ANSWERABILITY_FEATURES, shipped_files
+
+    assert sorted(SHIPPED_PREDICTIONS) == shipped_files()
+    version, probe, empty, ends = SHIPPED_PREDICTIONS[name]
+    cal = AnswerabilityCalibrator.load(shipped=name)
+    assert cal.version == version and set(cal.features) == set(ANSWERABILITY_FEATURES)
+    assert cal.predict(PROBE) == pytest.approx(probe, abs=1e-12)
+    assert cal.predict({}) == pytest.approx(empty, abs=1e-12)
+    verifier = ("support", "conflict", "uncertainty", "gap")
+    assert cal.predict_range(PROBE, verifier) == pytest.approx(ends, abs=1e-12)
+    # The file round-trips through the validated reader unchanged.
+    assert AnswerabilityCalibrator.from_dict(cal.to_dict()) == cal
+
+
+def shipped_dict() -> dict:
+    return AnswerabilityCalibrator.load().to_dict()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda d: d["features"].__setitem__(0, "relevence"),
+            r"unknown feature\(s\) \['relevence'\]",
+        ),
+        (lambda d: d["features"].__setitem__(0, "support"), r"\['support'\] listed more than once"),
+        (lambda d: d["features"].__setitem__(0, 1), "1 is not a diagnostic name"),
+        (lambda d: d.update(features="abcdef"), "features must be a list"),
+        (lambda d: d.update(weights="123456"), "weights must be a list of numbers"),
+        (lambda d: d.update(means={"a": 1}), "means must be a list of numbers"),
+        (lambda d: d["scales"].__setitem__(0, [1]), r"scales holds \[1\], not a finite"),
+        (lambda d: d["weights"].__setitem__(0, True), "weights holds True"),
+        (lambda d: d["weights"].__setitem__(0, math.nan), "weights holds nan"),
+        (lambda d: d["weights"].pop(), "of one length"),
+        (lambda d: d["scales"].__setitem__(0, 0), "scales > 0"),
+        (lambda d: d.update(bias=True), "bias must be a finite number"),
+        (lambda d: d.update(bias="0.5"), "bias must be a finite number"),
+        (lambda d: d.update(format_version=True), "format_version True"),
+        (lambda d: d.update(format_version=1.0), "format_version 1.0"),
+        (lambda d: d.update(version=None), "version must be a non-empty string"),
+        (lambda d: d.update(version=3), "version must be a non-empty string"),
+        (lambda d: d.update(meta=[1, 2]), "meta must be an object"),
+        (lambda d: d.pop("bias"), r"lacks bias"),
+    ],
+)
+def test_a_bad_field_of_a_coefficient_file_is_an_input_error_naming_it(change, message):
+    data = shipped_dict()
+    change(data)
+    with pytest.raises(InputError, match=message):
+        AnswerabilityCalibrator.from_dict(data, origin="f.json")
+
+
+def test_unreadable_coefficient_files_and_unknown_shipped_names_are_input_errors(tmp_path):
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes('{"format": "caf\xe9"}'.encode("latin-1"))
+    with pytest.raises(InputError, match=r"latin1\.json is not UTF-8 text"):
+        AnswerabilityCalibrator.load(latin1)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InputError, match=r"deep\.json is not JSON"):
+        AnswerabilityCalibrator.load(deep)
+    with pytest.raises(InputError, match=r"no shipped calibrator file 'nope\.json'; shipped: "):
+        AnswerabilityCalibrator.load(shipped="nope.json")
+
+
+ROWS = [{"support": 0.2}, {"support": 0.8}, {"support": 0.5}, {"support": 0.4}]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"outcomes": [1, 1, 1, 1]}, "every one of the 4 outcomes is right"),
+        ({"outcomes": [False] * 4}, "every one of the 4 outcomes is wrong"),
+        ({"outcomes": [math.nan, 0, 1, 0]}, r"outcomes\[0\] is nan"),
+        ({"outcomes": [2, 0, 1, 0]}, r"outcomes\[0\] is 2"),
+        ({"outcomes": [1, 0, -1, 0]}, r"outcomes\[2\] is -1"),
+        ({"outcomes": [1, 0, "1", 0]}, r"outcomes\[2\] is '1'"),
+        ({"outcomes": [1, 0, 1]}, "one outcome per row"),
+        ({"features": ["suport"]}, r"unknown feature\(s\) \['suport'\]"),
+        ({"features": ["support", "support"]}, "listed more than once"),
+        ({"features": "support"}, "features must be a list"),
+        ({"features": []}, "features is empty"),
+        ({"l2": -5}, "l2 must be a finite number >= 0, got -5"),
+        ({"l2": math.nan}, "l2 must be a finite number >= 0, got nan"),
+        ({"l2": math.inf}, "l2 must be a finite number >= 0, got inf"),
+        ({"rows": [{"support": math.inf}, *ROWS[1:]]}, r"rows\[0\]: diagnostic support is inf"),
+        ({"rows": [*ROWS[:3], {"support": "abc"}]}, r"rows\[3\]: diagnostic support is 'abc'"),
+        ({"rows": [*ROWS[:3], 0.4]}, r"rows\[3\] is 0.4, not Diagnostics"),
+        ({"rows": "abcd"}, "rows must be a list"),
+    ],
+)
+def test_fit_refuses_bad_input_with_an_input_error_naming_it(kwargs, message):
+    args = {"rows": ROWS, "outcomes": [0, 1, 1, 0], "features": ["support"]} | kwargs
+    rows, outcomes = args.pop("rows"), args.pop("outcomes")
+    with pytest.raises(InputError, match=message):
+        AnswerabilityCalibrator.fit(rows, outcomes, **args)
+
+
+def test_fit_takes_true_false_and_any_iterable_and_defaults_to_the_answerability_features():
+    from neocorrag_core.belief.calibrator import ANSWERABILITY_FEATURES
+
+    fitted = AnswerabilityCalibrator.fit(
+        iter(ROWS), (o for o in [False, True, True, False]), features=["support"]
+    )
+    assert fitted.weights[0] > 0
+    # The default leaves out novelty and cost (protocol, not evidence) and reads the
+    # answer's confidence, as the shipped files do.
+    rows = [
+        diag(novelty=1.0 - 0.02 * i, cost=0.01 * i, answer_confidence=0.3 + 0.6 * (i % 2))
+        for i in range(20)
+    ]
+    cal = AnswerabilityCalibrator.fit(rows, [i % 2 for i in range(20)])
+    assert cal.features == ANSWERABILITY_FEATURES
+    assert cal.predict(rows[1]) > 0.8 and cal.predict(rows[0]) < 0.2
+
+
+def test_a_nan_feature_is_taken_at_its_mean_in_fit_and_predict_alike():
+    rows = [{"support": s} for s in (0.1, 0.3, 0.7, 0.9)] + [{"support": math.nan}]
+    cal = AnswerabilityCalibrator.fit(rows, [0, 0, 1, 1, 1], features=["support"])
+    assert cal.means == (pytest.approx(0.5),)
+    assert cal.predict({"support": math.nan}) == pytest.approx(cal.predict({}))
+    assert cal.predict_range({"support": math.nan}, ()) == (cal.predict({}),) * 2
+    assert math.isfinite(cal.predict(diag(support=math.nan)))
+    for bad in (math.inf, "0.5", True):
+        with pytest.raises(InputError, match="diagnostic support is"):
+            cal.predict({"support": bad})
+
+
+def test_the_scores_check_their_input():
+    for call in (brier_score, expected_calibration_error, reliability_bins):
+        with pytest.raises(InputError, match="3 probabilities but 1 outcomes"):
+            call([0.1, 0.2, 0.3], [1])
+        for bad in (1.5, -0.1, math.nan, "0.5"):
+            with pytest.raises(InputError, match="probabilities must be finite numbers in"):
+                call([bad, 0.5], [1, 0])
+        with pytest.raises(InputError, match=r"outcomes\[0\] is 2"):
+            call([0.5], [2])
+    for bins in (0, -1, 2.5, True):
+        with pytest.raises(InputError, match="bins must be an integer >= 1"):
+            reliability_bins([0.5], [1], bins=bins)
+
+
+def test_a_probability_on_a_bin_edge_falls_in_the_bin_it_starts():
+    # linspace edges (0.30000000000000004) put 0.3 in the bin below; it starts [0.3, 0.4).
+    assert expected_calibration_error([0.25, 0.3], [0, 1]) == pytest.approx(0.475)
+    edges = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    table = reliability_bins(edges, [1] * len(edges))
+    assert [(b["low"], b["count"]) for b in table] == [(e, 1) for e in edges]
+    assert reliability_bins([0.0, 1.0], [0, 1])[-1] == {
+        "low": 0.9, "high": 1.0, "count": 1, "predicted": 1.0, "observed": 1.0,
+    }  # fmt: skip
+
+
 def test_brier_ece_and_bins_by_hand():
     probs, ys = [0.9, 0.9, 0.1, 0.1], [1, 0, 0, 0]
     assert brier_score(probs, ys) == pytest.approx((0.01 + 0.81 + 0.01 + 0.01) / 4)

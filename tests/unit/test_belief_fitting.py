@@ -166,6 +166,9 @@ def test_fit_from_records_fits_the_after_search_model_too():
         ([record("a", [step(1, "x", 0.5, gap="high")])], "gap is 'high'"),
         ([record("a", [{"step": 1, "draft_answer": "x"}])], "no diagnostics"),
         (["not a record"], "record 1 is not an object"),
+        ([record("a", [{**step(1, "x", 0.5), "step": "one"}])], "step='one', not an integer"),
+        ([record("a", [{**step(1, "x", 0.5), "step": None}])], "step=None, not an integer"),
+        ([record("a", [{**step(1, "x", 0.5), "step": True}])], "step=True, not an integer"),
         ([], "no step of the 0 record"),
     ],
 )
@@ -219,6 +222,26 @@ def test_the_comparison_prior_is_the_hand_set_file_even_after_the_default_change
     train = [row(f"t{i}", i % 2, support=0.2 + 0.6 * (i % 2)) for i in range(10)]
     _, report = fit_and_select(train, train, l2_grid=(1.0,), date=DAY)
     assert report["prior"]["version"] == "prior-1"
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (row("d0", 0, support=math.nan), r"dev row 0 \(qid 'd0', step 1\): feature support is nan"),
+        (row("d0", 0, support=math.inf), "feature support is inf"),
+        (row("d0", 0, support="0.5"), "feature support is '0.5', not a number"),
+        (row("d0", 2, support=0.5), "label is 2, not 0 or 1"),
+        (row("d0", True, support=0.5), "label is True, not 0 or 1"),
+        ({"support": 0.5}, "dev row 0 is dict, not a CalibrationRow"),
+    ],
+)
+def test_bad_rows_are_refused_before_any_fit(bad, message):
+    # One NaN dev row used to make every candidate's dev log loss NaN, and min() then
+    # picked the weakest L2 against the tie rule.
+    train = [row(f"t{i}", i % 2, support=0.2 + 0.6 * (i % 2) + 0.01 * i) for i in range(20)]
+    dev = [row(f"d{i}", i % 2, support=0.3 + 0.4 * (i % 2)) for i in range(1, 10)]
+    with pytest.raises(InputError, match=message):
+        fit_and_select(train, [bad, *dev], date=DAY)
 
 
 def test_one_class_or_empty_splits_are_refused():
@@ -286,6 +309,31 @@ def test_fit_from_episodes_refits_on_a_users_results_in_one_call():
 def test_log_loss_matches_its_definition():
     assert log_loss([0.8, 0.25], [1, 0]) == pytest.approx(-(math.log(0.8) + math.log(0.75)) / 2)
     assert math.isfinite(log_loss([0.0, 1.0], [1, 0]))  # clipped, not infinite
+
+
+@pytest.mark.parametrize(
+    ("probabilities", "outcomes", "message"),
+    [
+        ([0.1, 0.2, 0.3], [1], "3 probabilities but 1 outcomes"),  # used to broadcast
+        ([math.nan, 0.5], [1, 0], "finite numbers in"),
+        ([1.5], [1], "finite numbers in"),
+        ([0.5], [2], r"outcomes\[0\] is 2"),
+    ],
+)
+def test_log_loss_checks_its_input(probabilities, outcomes, message):
+    with pytest.raises(InputError, match=message):
+        log_loss(probabilities, outcomes)
+
+
+def test_a_results_file_that_is_not_utf8_is_an_input_error_and_the_script_says_so(tmp_path, capsys):
+    from neocorrag_core.belief import fit_from_results
+
+    latin1 = tmp_path / "results.json"
+    latin1.write_bytes('{"per_question": {"belief": []}, "x": "caf\xe9"}'.encode("latin-1"))
+    with pytest.raises(InputError, match=r"results\.json is not UTF-8 text"):
+        fit_from_results([latin1])
+    assert load_script().main(["--results", str(latin1), "--out", str(tmp_path / "a.json")]) == 2
+    assert "is not UTF-8 text" in capsys.readouterr().err
 
 
 # -- the script ---------------------------------------------------------------------------
@@ -362,6 +410,35 @@ def test_the_replay_script_walks_recorded_steps_by_the_rules(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| 0 | 0.0 | 910 | 1.00 | 0 / 1 / 0 |" in printed  # "Mountrail" is wrong
     assert "| 0.05 | 0.0 | 910 | 1.00 | 0 / 0 / 1 |" in printed
+
+
+def test_the_replay_script_reads_steps_that_skipped_the_verifier(tmp_path, capsys):
+    """verify="auto" (the default) records no verifier numbers on a skipped step."""
+    spec = importlib.util.spec_from_file_location("replay", SCRIPT.parent / "replay_decisions.py")
+    assert spec is not None and spec.loader is not None
+    replay = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(replay)
+    skipped = {"support": None, "conflict": None, "uncertainty": None, "gap": None}
+    local = Step(
+        index=1,
+        diagnostics=Diagnostics(relevance=0.5, novelty=1.0, cost=0.1, **skipped),
+        belief=Belief(),
+        answerability=0.2,
+        retrieval_value=0.0,
+        decision=Decision(Action.STOP, "x"),
+        draft_answer="Stanley",
+    ).as_dict()
+    assert "support" not in local["diagnostics"]
+    assert replay.recorded_diagnostics(local["diagnostics"]) == Diagnostics(
+        relevance=0.5, novelty=1.0, cost=0.1, **skipped
+    )
+    first = {**local, "step": 0, "draft_answer": "", "action": "retrieve"}
+    results = tmp_path / "results.json"
+    results.write_text(
+        json.dumps({"per_question": {"belief": [record(tune_ids(1)[0], [first, local])]}})
+    )
+    assert replay.main(["--results", str(results)]) == 0
+    assert "| 0.05 | 100.0 |" in capsys.readouterr().out
 
 
 def test_a_fit_on_episodes_without_verifier_diagnostics_warns():

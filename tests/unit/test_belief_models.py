@@ -56,7 +56,7 @@ from neocorrag_core.belief.writer import (
 )
 from neocorrag_core.generation import chat_ids, greedy_generate_scored
 from neocorrag_core.models import LanguageModel, resolve_lm
-from neocorrag_core.structured import Completion, LocalJSONGenerator
+from neocorrag_core.structured import Completion, LocalJSONGenerator, parse_json_object
 from neocorrag_core.types import Triple
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -171,6 +171,93 @@ def test_output_cut_inside_the_missing_fact_keeps_the_judgments() -> None:
     assert problems == [] and reply.drop_ids == ("a", "c")
     assert reply.missing_fact == "capital of Moun" and reply.conflict == 0.85
     assert parse_reply_text('{"support": "lo', finished=False) is None
+
+
+JUDGED = '{"support": "low", "conflict": "yes", "confident": "no", "missing": "yes", '
+JUDGED += '"drop": [1, 3]'
+
+
+@pytest.mark.parametrize(
+    ("cut", "fact"),
+    [
+        (JUDGED + ', "missing_fact"', ""),  # right after the key
+        (JUDGED + ', "missing_fact": ', ""),  # after the colon
+        (JUDGED + ', "missing_fact": "', ""),  # the string just opened
+        (JUDGED + ', "missing_fact": "caf\\u00', "caf"),  # inside a \u escape
+        (JUDGED + ', "missing_fact": "caf\\u', "caf"),
+        (JUDGED + ', "missing_fact": "a \\\\', "a \\"),  # a whole escaped backslash is kept
+        (JUDGED + ', "missing_f', ""),  # inside the key
+        (JUDGED + ",", ""),
+    ],
+)
+def test_output_cut_anywhere_in_the_trailing_missing_fact_keeps_the_judgments(cut, fact) -> None:
+    assert parse_reply_text(cut, finished=True) is None
+    reply, problems = read_reply(parse_reply_text(cut, finished=False), SHOWN)
+    assert problems == [] and reply.drop_ids == ("a", "c") and reply.conflict == 0.85
+    assert reply.missing_fact == fact
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        '{"support": "low", "conflict": "yes", "confident": "no", "missing": "yes", "drop": [1',
+        '{"support": "low", "conflict": "yes", "confident": "no", "missing": "yes", "dr',
+        '{"support": "low", "conflict": "yes", "confident": "no", "missing": "yes", "m',
+        '{"support": "low", "conflict": "yes", "confident": "no", "missing": "yes",',
+        '{"support": "low", "conflict": "yes", "confident": "no", "missing": "yes", "drop": [],'
+        ' "evil": "x',
+    ],
+)
+def test_output_cut_before_the_missing_fact_is_not_repaired(cut) -> None:
+    assert parse_reply_text(cut, finished=False) is None
+
+
+@pytest.mark.parametrize("number", ["²", "①", "١", "12²", "1" * 5000, "-1", "+1", "1.0"])
+def test_drop_numbers_are_ascii_digits_and_anything_else_is_discarded(number) -> None:
+    reply, problems = read_reply({**GOOD, "drop": [number, "[3]", " 1 "]}, SHOWN)
+    assert reply.drop_ids == ("c", "a") and reply.support == 0.9
+    assert len(problems) == 1 and problems[0].startswith("drop names")
+
+
+def test_a_reply_nested_too_deep_is_neutral_and_never_raises() -> None:
+    deep = '{"drop": ' + "[" * 5000 + "]" * 5000 + "}"
+    assert parse_json_object(deep) is None  # RecursionError inside json, caught
+    assert parse_reply_text(deep) is None
+    nested: list = []
+    for _ in range(100_000):  # structured output already parsed: deeper than repr can go
+        nested = [nested]
+    reply, problems = read_reply({**GOOD, "drop": [nested]}, SHOWN)
+    assert reply is NEUTRAL_REPLY and problems == ["the reply cannot be read (RecursionError)"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps({**GOOD, "drop": ["²"]}, ensure_ascii=False),
+        json.dumps({**GOOD, "drop": ["①", "7"]}, ensure_ascii=False),
+        '{"support": "high", "drop": ' + "[" * 1000 + "]" * 1000 + "}",
+    ],
+)
+def test_an_episode_survives_any_verifier_reply(text, caplog) -> None:
+    """The verifier never raises on what a model writes, so the controller (which turns a
+    raising component into ModelCallError) finishes the episode with a warning."""
+    from conftest import HashedBagOfWords
+
+    class OddVerifierChat(RoleChat):
+        def invoke(self, messages):
+            if "Judge the documents" in messages[-1][1]:
+                self.calls.append("verify")
+                return AIMessage(content=text)
+            return super().invoke(messages)
+
+    llm = OddVerifierChat()
+    parts = default_components(llm, HashedBagOfWords())
+    controller = BeliefController(**parts.as_kwargs(), config=BeliefConfig(verify="always"))
+    with caplog.at_level(logging.WARNING):
+        result = controller.run(QUESTION, scripted_search)
+    assert result.final_action.terminal and "verify" in llm.calls
+    assert "verifier reply" in caplog.text
+    assert all(not s.diagnostics.drop_ids for s in result.steps)
 
 
 def test_the_model_output_is_never_evaluated(tmp_path) -> None:

@@ -124,3 +124,51 @@ def test_a_16_bit_checkpoint_is_upcast_where_16_bit_math_is_emulated(monkeypatch
     assert resolve_lm(folder, dtype="float32", show_progress=False).dtype_reason == (
         "dtype= was given"
     )
+
+
+# Features of an AWS Graviton3 (Neoverse V1) and a Graviton2 (Neoverse N1) on Linux.
+GRAVITON3 = frozenset(
+    "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm jscvt fcma "
+    "lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc flagm ssbs paca "
+    "pacg dcpodp svei8mm svebf16 i8mm bf16 dgh rng".split()
+)
+GRAVITON2 = frozenset(
+    "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc "
+    "dcpop asimddp ssbs".split()
+)
+
+
+def test_arm_bf16_is_probed_not_ruled_out(monkeypatch, tmp_path):
+    monkeypatch.setattr(
+        cpu, "probe_seconds", lambda dtype, **kw: 1.0 if dtype == "bfloat16" else 2.0
+    )
+    graviton3 = CpuInfo("aarch64", GRAVITON3, "SVE256", 4, 4)
+    assert graviton3.flag_family == "arm" and graviton3.has_arm_bf16
+    choice = choose_cpu_dtype(graviton3, cache_dir=tmp_path)
+    assert (choice.dtype, choice.source) == ("bfloat16", "probe")
+
+
+def test_arm_without_bf16_is_float32_for_an_arm_reason(monkeypatch, tmp_path):
+    monkeypatch.setattr(cpu, "probe_seconds", no_probe)
+    choice = choose_cpu_dtype(CpuInfo("aarch64", GRAVITON2, "DEFAULT", 4, 4), cache_dir=tmp_path)
+    assert (choice.dtype, choice.source) == ("float32", "capability")
+    assert "Arm features" in choice.reason and "avx512" not in choice.reason
+
+
+def test_flags_of_no_known_family_are_probed(monkeypatch, tmp_path):
+    monkeypatch.setattr(cpu, "probe_seconds", lambda dtype, **kw: 1.0)
+    assert choose_cpu_dtype(info({"zarch", "vx"}), cache_dir=tmp_path).source == "probe"
+
+
+def test_a_bf16_checkpoint_stays_bf16_on_an_arm_cpu_measured_faster(monkeypatch, tmp_path: Path):
+    """``_avoid_emulated_half`` asks the same choice: on Graviton3 it no longer upcasts."""
+    from tiny_models import save_tiny_lm
+
+    folder = save_tiny_lm(tmp_path / "lm", dtype=torch.bfloat16)
+    monkeypatch.setenv("NEOCORRAG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(cpu, "cpu_info", lambda: CpuInfo("aarch64", GRAVITON3, "SVE256", 1, 1))
+    monkeypatch.setattr(
+        cpu, "probe_seconds", lambda dtype, **kw: 1.0 if dtype == "bfloat16" else 2.0
+    )
+    lm = resolve_lm(folder, show_progress=False)
+    assert lm.model.dtype == torch.bfloat16 and "probe" in lm.dtype_reason

@@ -120,6 +120,18 @@ def test_limit_counts_loaded_examples(tmp_path):
     assert [e.id for e in examples] == ["h0", "h1"]
 
 
+def test_wrapped_questions_are_read_from_the_list_the_format_check_chose(tmp_path):
+    # "data" is not a list here, so the check detects the format on "questions": the
+    # loader must read those rows, not the "data" object.
+    wrapped = {"questions": MUSIQUE[:1], "data": {"source": "x"}}
+    examples, report = load_qa(write(tmp_path / "both.json", wrapped))
+    assert [e.id for e in examples] == ["q1"] and report.format == "musique"
+    assert report.rows == 1 and not report.skipped
+    # Any wrapper key the check reads ("passages" too) is the one loaded.
+    examples, _ = load_qa(write(tmp_path / "passages.json", {"passages": MUSIQUE[:1]}))
+    assert [e.id for e in examples] == ["q1"]
+
+
 def test_detection_names_corpus_and_triples_files():
     with pytest.raises(ValueError, match="--triples"):
         detect_format({"docs": []})

@@ -259,3 +259,178 @@ def test_peers_dial_and_loss_diagnosis_without_a_reader(tmp_path):
     assert "## Where gold passages were lost" in report
     assert "| neocorrag-paper |" in report.split("## Where gold passages were lost")[1]
     assert "| none | " in report and " – | – | – |" in report  # EM/F1/RCR not measured
+
+
+def run_without_reader(settings, **kwargs):
+    """A ``--reader none`` run: the fast methods need no LM at all."""
+    return run_evaluation(
+        settings,
+        embedder=resolve_embedder(bag_of_words_embedder()),
+        show_progress=False,
+        **kwargs,
+    )
+
+
+def test_torn_line_is_ended_before_the_next_record(tmp_path):
+    settings = settings_for(tmp_path, methods=("top-2",), reader="none", plots=False)
+    run_without_reader(settings)
+    cache = Path(settings.out) / "cache" / "top-2.jsonl"
+    lines = cache.read_text().splitlines(keepends=True)
+    cache.write_text("".join(lines[:2]) + lines[2][:40])  # a crash mid-write, no newline
+    done: list[str] = []
+    run_without_reader(settings, on_record=lambda r: done.append(r["qid"]))
+    assert done == ["q3"]
+    # The recomputed record starts a line of its own, so it is kept: nothing is left to do.
+    from neocorrag_core.eval.runner import ResultCache
+
+    assert sorted(ResultCache(cache.parent).load("top-2")) == ["q1", "q2", "q3"]
+    done.clear()
+    run_without_reader(settings, on_record=lambda r: done.append(r["qid"]))
+    assert done == []
+
+
+def test_replay_finds_records_by_question_id(tmp_path):
+    # Two questions with one text, but their own passages, gold and answer.
+    def paragraph(title, text, gold):
+        return {"title": title, "paragraph_text": text, "is_supporting": gold}
+
+    rows = [
+        {
+            "id": "qa",
+            "question": "Who founded the company?",
+            "answer": "Alice",
+            "paragraphs": [
+                paragraph("Acme", "Acme was founded by Alice.", True),
+                paragraph("Foo", "Foo is a dog.", False),
+                paragraph("Bar", "Bar is a cat.", False),
+            ],
+        },
+        {
+            "id": "qb",
+            "question": "Who founded the company?",
+            "answer": "Bob",
+            "paragraphs": [
+                paragraph("Zeta", "Zeta was founded by Bob.", True),
+                paragraph("Baz", "Baz is a fish.", False),
+                paragraph("Qux", "Qux is a bird.", False),
+            ],
+        },
+    ]
+    qa = tmp_path / "qa.json"
+    qa.write_text(json.dumps(rows))
+    base = {"data": str(qa), "methods": ("none", "top-2"), "reader": "none", "plots": False}
+    source = run_without_reader(EvalSettings(out=str(tmp_path / "src"), top_k=2, **base))
+    replayed = run_without_reader(
+        EvalSettings(
+            out=str(tmp_path / "replay"), top_k=2, contexts_from=str(tmp_path / "src"), **base
+        )
+    )
+    for name in ("none", "top-2"):
+        before = {r["qid"]: r["context_ids"] for r in source["per_question"][name]}
+        after = {r["qid"]: r["context_ids"] for r in replayed["per_question"][name]}
+        assert after == before and before["qa"] != before["qb"]
+    # A caller that gives no id finds a record by its text only where the text is unique.
+    from neocorrag_core.eval.protocol import MethodInput
+    from neocorrag_core.eval.runner import ReplayedMethod, ResultCache
+
+    method = ReplayedMethod("top-2", ResultCache(tmp_path / "src" / "cache"))
+    with pytest.raises(ValueError, match="not unique"):
+        method.refine(MethodInput("Who founded the company?", [], lambda q, k: [], 2))
+
+
+def test_replay_refuses_methods_that_answer_by_themselves(tmp_path):
+    with pytest.raises(ValueError, match=r"--contexts-from .* single-shot answers by itself"):
+        EvalSettings(
+            data="x", out=str(tmp_path), methods=("none", "single-shot"), contexts_from="src"
+        )
+    # A plug-in method that answered by itself without declaring it: its records say so.
+    settings = settings_for(tmp_path, methods=("top-2",), reader="none", plots=False)
+    run_without_reader(settings)
+    cache = Path(settings.out) / "cache" / "top-2.jsonl"
+    records = [json.loads(line) for line in cache.read_text().splitlines()]
+    for record in records:
+        record["prediction"] = "Stanley"  # an answer no reader read a prompt for
+    cache.write_text("".join(json.dumps(r) + "\n" for r in records))
+    replay = EvalSettings(
+        **{**settings.__dict__, "out": str(tmp_path / "replay"), "contexts_from": settings.out}
+    )
+    with pytest.raises(ValueError, match="'top-2' answered by itself"):
+        run_without_reader(replay)
+    assert not (tmp_path / "replay").exists()
+
+
+def test_replay_refuses_records_of_another_method_version(tmp_path):
+    settings = settings_for(tmp_path, methods=("none", "neocorrag-none"), reader="none")
+    settings.plots = False
+    run_without_reader(settings)
+    cache = Path(settings.out) / "cache" / "neocorrag-none.jsonl"
+    records = [json.loads(line) for line in cache.read_text().splitlines()]
+    current = records[0]["method_version"]
+    replay = EvalSettings(
+        **{**settings.__dict__, "out": str(tmp_path / "replay"), "contexts_from": settings.out}
+    )
+    # Current records are replayed with their version.
+    replayed = run_without_reader(replay)
+    assert {r["method_version"] for r in replayed["per_question"]["neocorrag-none"]} == {current}
+    for record in records:
+        record["method_version"] = "miner-0"  # made before a version bump
+    cache.write_text("".join(json.dumps(r) + "\n" for r in records))
+    again = EvalSettings(**{**replay.__dict__, "out": str(tmp_path / "replay2")})
+    with pytest.raises(ValueError, match="'neocorrag-none' records were made by version 'miner-0'"):
+        run_without_reader(again)
+    assert not (tmp_path / "replay2").exists()
+
+
+def test_settings_that_fail_to_build_leave_nothing_behind(tmp_path):
+    settings = settings_for(tmp_path, methods=("none", "top-2"), reader="none", plots=False)
+    out = Path(settings.out)
+    typos = (
+        {"triples": str(tmp_path / "typo_openie.json")},
+        {"contexts_from": str(tmp_path / "no-such-run")},
+        {"methods": ("none", "neocorrag-rank"), "lm": "./no-such-lm"},
+        {"reader": "./no-such-reader"},
+        {"pool": "corpus", "corpus": str(tmp_path / "typo_corpus.json")},
+    )
+    for typo in typos:
+        with pytest.raises((OSError, ValueError, RuntimeError)):
+            run_without_reader(EvalSettings(**{**settings.__dict__, **typo}))
+        assert not out.exists(), typo
+    # The corrected command runs in the same --out.
+    assert run_without_reader(settings)["questions_compared"] == 3
+    assert (out / "run.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("max_new_tokens", 0),
+        ("bootstrap", 0),
+        ("seed", -1),
+        ("pool", "everything"),
+        ("retriever", "grep"),
+    ],
+)
+def test_bad_numbers_and_choices_are_refused_up_front(tmp_path, option, value):
+    flag = "--" + option.replace("_", "-")
+    with pytest.raises(ValueError, match=f"^{flag} must be"):
+        EvalSettings(data="x", out=str(tmp_path), **{option: value})
+
+
+def test_cli_refuses_a_bad_bootstrap_in_one_line(tmp_path, capsys):
+    from neocorrag_core.cli import main
+
+    qa, _ = write_fixture(tmp_path)
+    out = tmp_path / "o"
+    args = ["eval", "--data", str(qa), "--out", str(out), "--methods", "none", "--bootstrap", "0"]
+    code = main(args)
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert "--bootstrap must be >= 1" in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+def test_reader_none_refuses_methods_that_answer_by_themselves(tmp_path):
+    with pytest.raises(ValueError, match=r"--reader none .* closed-book, iterative answer by"):
+        EvalSettings(
+            data="x", out=str(tmp_path), methods=("none", "closed-book", "iterative"), reader="none"
+        )

@@ -376,6 +376,32 @@ def test_resolve_lm_bad_types(tiny_lm: tuple[object, object]) -> None:
         resolve_lm((object(), tokenizer))
 
 
+def test_the_spec_help_names_every_bundled_preset() -> None:
+    with pytest.raises(TypeError) as info:
+        resolve_lm(3.14)
+    for preset in models.BUNDLED_LMS:
+        assert repr(preset) in str(info.value)
+
+
+@pytest.mark.parametrize("spec", [None, "default", "qwen-1.5b"])
+def test_a_bad_dtype_is_reported_before_the_bundled_conversion(
+    spec: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from neocorrag_core.models import lm_loading
+
+    def no_conversion(**kwargs: object) -> Path:
+        raise AssertionError("the bundled model was prepared before dtype= was checked")
+
+    monkeypatch.setattr(lm_loading, "bundled_lm_path", no_conversion)
+    with pytest.raises(ValueError, match="Unknown dtype 'bf61'"):
+        resolve_lm(spec, dtype="bf61")
+
+
+def test_a_bad_dtype_is_reported_before_a_download() -> None:
+    with pytest.raises(ValueError, match="Unknown dtype"):
+        resolve_lm("neocorrag-test-org/no-such-model-xyz", dtype="bf61")
+
+
 # ---------------------------------------------------------------------- end_of_turn_token_id
 
 
