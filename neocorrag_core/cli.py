@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from neocorrag_core import __version__
-from neocorrag_core.cli_index import add_index_parser
+from neocorrag_core.cli_index import add_index_parser, at_least_one
 from neocorrag_core.config import KEEP_MODES, MinerConfig
 from neocorrag_core.errors import NeocorragError
 from neocorrag_core.formats import DataFormatError, read_json_or_lines
@@ -338,7 +338,7 @@ def add_eval_parser(sub: Any) -> None:
         "evireform-repeat, evireform-rerank and evireform-neocorrag run when named, best "
         "with --pool corpus)",
     )
-    ev.add_argument("--top-k", type=int, default=5, help="passages retrieved per question")
+    ev.add_argument("--top-k", type=at_least_one, default=5, help="passages retrieved per question")
     ev.add_argument("--pool", choices=["per-question", "corpus"], default="per-question")
     ev.add_argument(
         "--corpus",
@@ -429,8 +429,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="recall",
         help="the recall/noise dial of stage c (default: recall)",
     )
-    demo.add_argument("--questions", type=int, default=5, help="how many questions (default 5)")
-    demo.add_argument("--top-k", type=int, default=5, help="passages retrieved per question")
+    demo.add_argument(
+        "--questions", type=at_least_one, default=5, help="how many questions (default 5)"
+    )
+    demo.add_argument(
+        "--top-k", type=at_least_one, default=5, help="passages retrieved per question"
+    )
     demo.add_argument("--lm", default=None, help="HF id or local path of the decoding LM")
     demo.add_argument("--embedder", default=None, help="sentence-transformers name or path")
     demo.add_argument("--data", default=None, help="a JSON file in the demo sample's format")
@@ -462,12 +466,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    if getattr(args, "questions", 1) < 1 or getattr(args, "top_k", 1) < 1:
-        parser.error("--questions and --top-k must be at least 1")
-    if args.command == "index" and (
-        args.batch_size < 1 or (args.limit is not None and args.limit < 1)
-    ):
-        parser.error("--batch-size and --limit must be at least 1")
     try:
         return int(args.func(args))
     except (NeocorragError, ImportError, OSError, ValueError, RuntimeError) as exc:

@@ -68,10 +68,13 @@ def run_index(args: argparse.Namespace) -> int:
     a second run waits for the first, then extracts only what the first left undone.
     """
     from neocorrag_core.corpus import open_corpus
+    from neocorrag_core.triples.spacy_extractor import check_spacy_pipeline
     from neocorrag_core.triples.store import TripleStore
 
     started = time.perf_counter()
     corpus = open_corpus(args.corpus, limit=args.limit)  # format errors before anything runs
+    if args.extractor == "spacy" and args.spacy_model:
+        check_spacy_pipeline(args.spacy_model)  # a typo must not leave an empty store
     engine = _make_engine(args)
     store = TripleStore(args.store)
     if not store.read_only:  # a read-only store is only checked: success, or one error line
@@ -121,7 +124,8 @@ def run_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _at_least_one(text: str) -> int:
+def at_least_one(text: str) -> int:
+    """argparse type of a count option: a whole number of at least 1."""
     try:
         value = int(text)
     except ValueError:
@@ -160,7 +164,7 @@ def add_index_parser(sub: Any) -> None:
     )
     ix.add_argument(
         "--workers",
-        type=_at_least_one,
+        type=at_least_one,
         default=None,
         help="process / ray: workers, each with its own model (default: one per CPU)",
     )
@@ -174,16 +178,18 @@ def add_index_parser(sub: Any) -> None:
     )
     ix.add_argument("--lm", default=None, help="LLM extractor: HF id or local path of the LM")
     ix.add_argument("--spacy-model", default=None, help="spaCy pipeline (default: small English)")
-    ix.add_argument("--batch-size", type=int, default=16, help="passages per batch (default 16)")
+    ix.add_argument(
+        "--batch-size", type=at_least_one, default=16, help="passages per batch (default 16)"
+    )
     ix.add_argument(
         "--chunk-size",
-        type=_at_least_one,
+        type=at_least_one,
         default=None,
         help="passages read, checked against the store and dispatched at a time (default "
         f"{DEFAULT_CHUNK_SIZE}; ray: {DEFAULT_RAY_CHUNK_SIZE}, since Ray starts its actors "
         "once per chunk)",
     )
-    ix.add_argument("--limit", type=int, default=None, help="first N unique passages only")
+    ix.add_argument("--limit", type=at_least_one, default=None, help="first N unique passages only")
     ix.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     ix.add_argument("-v", "--verbose", action="store_true", help="log what the extractor does")
     ix.set_defaults(func=run_index)

@@ -20,6 +20,7 @@ from typing import Any
 
 from neocorrag_core.errors import InputError, StoreError
 from neocorrag_core.triples.store import ExtractorKey, TripleStore, default_store_path
+from neocorrag_core.triples.store_jsonl import check_export_file
 
 
 def parse_extractor_key(text: str) -> ExtractorKey:
@@ -93,9 +94,9 @@ def run_store_export(args: argparse.Namespace) -> int:
 
 def run_store_import(args: argparse.Namespace) -> int:
     """Add the entries of an export file to the store (created if missing)."""
-    if args.file != "-" and not Path(args.file).expanduser().is_file():
+    if args.file != "-":
         # Checked before the store is opened: a failed import must not leave an empty store.
-        raise InputError(f"there is no export file {args.file}; check the path")
+        check_export_file(args.file)
     with TripleStore(args.store) as store:
         if args.file == "-":
             report = store.import_jsonl(sys.stdin)

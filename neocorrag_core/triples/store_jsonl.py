@@ -206,11 +206,7 @@ def _import_lines(
                 "file and import it again (stored entries are skipped)"
             ) from None
         if not header:
-            raise InputError(
-                f"{name} is not a neocorrag triple store export: it is empty (an export "
-                f'starts with the line {{"{_EXPORT_HEADER}": {_EXPORT_FORMAT}, ...}}); '
-                "write one with `neocorrag store export`"
-            )
+            raise _empty_export(name)
         if batch:
             _import_batch(store, batch, tally)
             bar.update(len(batch))
@@ -268,6 +264,35 @@ class _ImportTally:
         return ImportReport(
             self.imported, self.skipped, self.triples, self.links, self.bad, tuple(self.lines)
         )
+
+
+def check_export_file(path: str | os.PathLike[str]) -> None:
+    """Raise :class:`~neocorrag_core.errors.InputError` unless ``path`` is a readable file
+    whose first non-blank line is the export header of a format this version reads.
+
+    Checked before a store is opened for an import, so that a wrong file never leaves an
+    empty store behind; only the lines up to the header are read."""
+    name = str(Path(path).expanduser())
+    try:
+        with open(name, encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), None)
+    except FileNotFoundError:
+        raise InputError(f"there is no export file {name}; check the path") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{name} is not UTF-8 text: it is not a triple store export") from None
+    except OSError as exc:
+        raise InputError(f"cannot read the export file {name}: {exc.strerror or exc}") from None
+    if first is None:
+        raise _empty_export(name)
+    _check_header(first, name)
+
+
+def _empty_export(name: str) -> InputError:
+    return InputError(
+        f"{name} is not a neocorrag triple store export: it is empty (an export "
+        f'starts with the line {{"{_EXPORT_HEADER}": {_EXPORT_FORMAT}, ...}}); '
+        "write one with `neocorrag store export`"
+    )
 
 
 def _check_header(line: str, name: str) -> None:

@@ -269,3 +269,24 @@ def test_a_second_indexer_waits_then_extracts_nothing_twice(
     assert f"waiting for another indexer (pid {os.getpid()})" in captured.err
     assert "already stored 6 | extracted now 0" in captured.out  # the second run
     assert "already stored 0 | extracted now 6" in captured.out  # the first run
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["index", "c.jsonl", "--batch-size", "0"], "--batch-size"),
+        (["index", "c.jsonl", "--limit", "-1"], "--limit"),
+        (["demo", "--questions", "0"], "--questions"),
+        (["demo", "--top-k", "0"], "--top-k"),
+        (["eval", "--data", "x.json", "--top-k", "0"], "--top-k"),
+    ],
+)
+def test_a_count_below_one_is_refused_by_its_own_subcommand(
+    argv: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    # The subcommand's usage and the option's name, not the top-level usage.
+    assert f"neocorrag {argv[0]}: error: argument {option}: must be at least 1" in err

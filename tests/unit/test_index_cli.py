@@ -113,3 +113,24 @@ def test_index_reports_rows_it_skipped_and_a_bad_number(tmp_path: Path, capsys) 
     with pytest.raises(SystemExit):
         main(["index", str(corpus), "--chunk-size", "abc"])
     assert "must be a whole number, got 'abc'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model", ["nope", "no_such.pipeline"])
+def test_index_with_a_missing_spacy_pipeline_leaves_no_store(
+    tmp_path: Path, capsys, model: str
+) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "text": "Paris is in France."}) + "\n")
+    store = tmp_path / "t.sqlite"
+    code = main(["index", str(corpus), "--spacy-model", model, "--store", str(store), "-q"])
+    assert code == 2
+    assert f"spaCy pipeline {model!r} is not installed" in capsys.readouterr().err
+    assert not store.exists()
+
+
+def test_check_spacy_pipeline_accepts_what_spacy_can_load(tmp_path: Path) -> None:
+    from neocorrag_core.triples.spacy_extractor import check_spacy_pipeline
+
+    check_spacy_pipeline("blank:en")
+    check_spacy_pipeline(str(tmp_path))  # a pipeline folder
+    check_spacy_pipeline("json")  # any importable package: spaCy loads it by its load()

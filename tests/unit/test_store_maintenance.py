@@ -479,3 +479,23 @@ def test_cli_import_of_a_missing_file_leaves_no_empty_store(
     assert main(["store", "import", str(tmp_path / "missing.jsonl"), "--store", str(store)]) == 2
     assert "there is no export file" in capsys.readouterr().err
     assert not store.exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"junk\n", "is not a neocorrag triple store export"),
+        (b"\n\n", "it is empty"),
+        (b"\xff\xfe junk", "is not UTF-8 text"),
+        (b'{"neocorrag_triple_store_export": 99}\n', "of format 99"),
+    ],
+)
+def test_cli_import_of_a_wrong_file_leaves_no_empty_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+) -> None:
+    wrong = tmp_path / "wrong.jsonl"
+    wrong.write_bytes(content)
+    store = tmp_path / "new.sqlite"
+    assert main(["store", "import", str(wrong), "--store", str(store)]) == 2
+    assert message in capsys.readouterr().err
+    assert not store.exists()
