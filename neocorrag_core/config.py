@@ -1,4 +1,6 @@
-"""Configuration of the miner. Defaults follow NeocorRAG Table 5 (MuSiQue/2Wiki/HotpotQA column)."""
+"""Configuration of the miner. The search thresholds follow NeocorRAG Table 5
+(MuSiQue/2Wiki/HotpotQA column); decoding, the keep rule and the chain format differ on
+purpose (see :class:`MinerConfig`)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from neocorrag_core.refine import passthrough, refine_passages
 from neocorrag_core.search import naive_search_paths, search_paths, select_seeds, to_chain
 from neocorrag_core.timing import timed
 from neocorrag_core.triples import MetadataTripleSource, TripleSource
-from neocorrag_core.triples.base import triples_per_passage
+from neocorrag_core.triples.base import check_triple_source, triples_per_passage
 from neocorrag_core.types import EvidenceChain, MiningResult, Passage, Triple
 
 logger = logging.getLogger(__name__)
@@ -32,7 +32,8 @@ class EvidenceChainMiner:
     """Turns (question, retrieved passages) into evidence chains and a refined context.
 
     Args:
-        config: hyper-parameters; defaults are the paper's Table 5.
+        config: hyper-parameters; the search thresholds are the paper's Table 5, and
+            :class:`~neocorrag_core.config.MinerConfig` says where the defaults differ.
         embedder: anything :func:`neocorrag_core.models.resolve_embedder` accepts;
             ``None`` means the bundled MiniLM.
         lm: anything :func:`neocorrag_core.models.resolve_lm` accepts; ``None`` means
@@ -58,6 +59,7 @@ class EvidenceChainMiner:
         show_progress: bool = False,
     ) -> None:
         self.config = config or MinerConfig()
+        check_triple_source(triple_source, "EvidenceChainMiner")
         self.triple_source: TripleSource = triple_source or MetadataTripleSource()
         self.models = LazyModels(embedder, lm, show_progress=show_progress)
         # One extractor per mode in use (a per-call ``query_entities`` override gets its

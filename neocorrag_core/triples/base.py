@@ -25,6 +25,27 @@ class TripleSource(Protocol):
         ...
 
 
+def check_triple_source(source: object, owner: str) -> None:
+    """Raise :class:`~neocorrag_core.errors.ConfigError` when ``source`` (given to
+    ``owner``) is not a :class:`TripleSource`: checked at construction, so that a wrong
+    object fails with the fix instead of an ``AttributeError`` at the first query."""
+    if source is None or isinstance(source, TripleSource):
+        return
+    from neocorrag_core.errors import ConfigError
+
+    hint = "an extractor, a DefaultTripleSource or any object with triples_for(passages)"
+    if type(source).__name__ == "TripleStore":
+        # The store only keeps triples: the sources that read it also know what to do on
+        # a miss (extract and store, or skip).
+        hint = (
+            "DefaultTripleSource(store=...) to read it (extracting what it lacks), or "
+            "CachedTripleSource(store, extractor)"
+        )
+    raise ConfigError(
+        f"{owner}: triple_source must be a TripleSource, got {type(source).__name__}; pass {hint}"
+    )
+
+
 # Caps on a triple's parts at graph build. A real entity or relation is a few words (the
 # longest titles of the dev sets are ~60 characters); a 20,000-character "entity" (one
 # garbled extraction) once made beam search 90x slower, since every candidate chain through

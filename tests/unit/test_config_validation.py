@@ -100,3 +100,20 @@ def test_passage_validates_its_fields():
             Passage(**{"id": "p1", "text": "text", **bad})
     with pytest.raises(InputError):
         Passage("p1", None)  # type: ignore[arg-type]
+
+
+def test_a_triple_store_is_not_a_triple_source(tmp_path) -> None:
+    from neocorrag_core import EvidenceChainMiner
+    from neocorrag_core.errors import ConfigError
+    from neocorrag_core.evireform import EvidenceReformulator
+    from neocorrag_core.triples import DefaultTripleSource
+    from neocorrag_core.triples.store import TripleStore
+
+    with TripleStore(tmp_path / "t.sqlite") as store:
+        for build in (EvidenceChainMiner, EvidenceReformulator):
+            with pytest.raises(ConfigError, match=r"DefaultTripleSource\(store=\.\.\.\)"):
+                build(triple_source=store)
+        with pytest.raises(ConfigError, match="got dict; pass an extractor"):
+            EvidenceChainMiner(triple_source={"triples": []})
+        # what the message suggests is accepted (nothing loads at construction)
+        EvidenceChainMiner(triple_source=DefaultTripleSource(store=store, extract=False))
