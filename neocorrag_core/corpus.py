@@ -26,6 +26,7 @@ from neocorrag_core.formats import _SCANNED_ROWS, DataFormatError, read_json_or_
 from neocorrag_core.formats import detect_format as detect_data_format
 from neocorrag_core.triples.extractor import passage_document
 from neocorrag_core.types import Passage
+from neocorrag_core.validation import check_int
 
 CorpusFormatError = DataFormatError
 """The file is not JSON, or not one of the formats neocorrag reads (kept name)."""
@@ -44,6 +45,7 @@ class Corpus:
 
 def load_corpus(path: str | Path, *, limit: int | None = None) -> Corpus:
     """Read ``path``, detect its format and return its unique passages (at most ``limit``)."""
+    _check_limit(limit, "load_corpus")
     data = read_json_or_lines(path, what="corpus file")
     origin = str(Path(path).expanduser())
     fmt, records = detect_format(data, origin=origin)
@@ -52,8 +54,14 @@ def load_corpus(path: str | Path, *, limit: int | None = None) -> Corpus:
 
 def passages_from_data(data: Any, *, limit: int | None = None, origin: str = "data") -> Corpus:
     """The same as :func:`load_corpus`, for data already parsed from JSON."""
+    _check_limit(limit, "passages_from_data")
     fmt, records = detect_format(data, origin=origin)
     return _dedupe(records, fmt, limit, origin)
+
+
+def _check_limit(limit: object, owner: str) -> None:
+    """``limit`` is ``None`` (everything) or a count of at least 1 (``0`` read one passage)."""
+    check_int(owner, "limit", limit, minimum=1, optional=True)
 
 
 def detect_format(data: Any, *, origin: str = "data") -> tuple[str, Iterator[tuple[str, str]]]:
@@ -104,7 +112,12 @@ def _from_title_sentences(data: dict[str, Any]) -> Iterator[tuple[str, str]]:
 
 def _from_musique(rows: list[Any], origin: str) -> Iterator[tuple[str, str]]:
     for row in rows:
-        for para in (row.get("paragraphs") or []) if isinstance(row, dict) else []:
+        paragraphs = row.get("paragraphs") if isinstance(row, dict) else None
+        if not isinstance(paragraphs, list):
+            if not isinstance(row, dict) or paragraphs is not None:
+                yield _UNREADABLE  # a row that is no object, or paragraphs of another shape
+            continue
+        for para in paragraphs:
             if isinstance(para, dict):
                 yield (
                     _text(para.get("title", "")),
@@ -117,7 +130,9 @@ def _from_musique(rows: list[Any], origin: str) -> Iterator[tuple[str, str]]:
 def _from_hotpotqa(rows: list[Any], origin: str) -> Iterator[tuple[str, str]]:
     for row in rows:
         context = row.get("context") if isinstance(row, dict) else None
-        if isinstance(context, dict):  # columnar: {"title": [...], "sentences": [[...]]}
+        if not isinstance(row, dict) or not isinstance(context, (dict, list, type(None))):
+            yield _UNREADABLE  # a row that is no object, or a context of another shape
+        elif isinstance(context, dict):  # columnar: {"title": [...], "sentences": [[...]]}
             titles, sentences = context.get("title") or [], context.get("sentences") or []
             yield from ((str(t), _text(s)) for t, s in zip(titles, sentences, strict=False))
             yield from [_UNREADABLE] * abs(len(titles) - len(sentences))  # unpaired
@@ -229,6 +244,7 @@ def open_corpus(path: str | Path, *, limit: int | None = None) -> CorpusStream:
     any passage is read; a line that does not parse is reported, with its number, when
     iteration reaches it.
     """
+    _check_limit(limit, "open_corpus")
     file = Path(path).expanduser()
     origin = str(file)
     lines, data = _peek(file)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -186,7 +187,8 @@ class EvidenceChainMiner:
                     triple_vecs @ query_vec,
                     candidates,
                     chains,
-                    tau_edge=config.tau_edge,
+                    # Naive search walks every edge: nothing it misses was pruned.
+                    tau_edge=config.tau_edge if config.search != "naive" else -math.inf,
                     max_hops=config.max_hops,
                 )
                 dropped = [replace(d, stage=stages.get(d.passage.id)) for d in dropped]

@@ -14,6 +14,7 @@ from typing import Any
 
 from neocorrag_core.errors import RetrievalError
 from neocorrag_core.types import Passage
+from neocorrag_core.validation import check_int
 
 SearchFn = Callable[[str, int], Sequence[Passage]]
 """``search(query, k)`` -> up to ``k`` passages, best first."""
@@ -47,6 +48,7 @@ def check_results(query: str, results: Any) -> list[Passage]:
 
 def call_search(search: SearchFn, query: str, k: int) -> list[Passage]:
     """``search(query, k)``, checked, cut to ``k``; failures become :class:`RetrievalError`."""
+    check_int("call_search", "k", k, minimum=1)
     try:
         results = search(query, k)
     except Exception as err:
@@ -56,6 +58,7 @@ def call_search(search: SearchFn, query: str, k: int) -> list[Passage]:
 
 async def acall_search(search: AsyncSearchFn, query: str, k: int) -> list[Passage]:
     """Async :func:`call_search`."""
+    check_int("acall_search", "k", k, minimum=1)
     try:
         results = await search(query, k)
     except Exception as err:

@@ -54,7 +54,12 @@ def check_number(
         raise ConfigError(
             f"{_where(owner, name)} must be a number{hint}, got {type(value).__name__} {value!r}"
         )
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float (10**400)
+        raise ConfigError(
+            f"{_where(owner, name)} must be a finite number, got an integer too large for a float"
+        ) from None
     if not math.isfinite(number):
         raise ConfigError(f"{_where(owner, name)} must be a finite number, got {value}")
     below = low is not None and (number <= low if low_open else number < low)

@@ -117,3 +117,30 @@ def test_a_triple_store_is_not_a_triple_source(tmp_path) -> None:
             EvidenceChainMiner(triple_source={"triples": []})
         # what the message suggests is accepted (nothing loads at construction)
         EvidenceChainMiner(triple_source=DefaultTripleSource(store=store, extract=False))
+
+
+def test_an_int_too_large_for_a_float_is_a_config_error() -> None:
+    from neocorrag_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="tau_edge must be a finite number"):
+        MinerConfig(tau_edge=10**400)
+
+
+def test_call_search_refuses_a_bad_k() -> None:
+    import asyncio
+
+    from neocorrag_core.errors import ConfigError
+    from neocorrag_core.search_calls import acall_search, call_search
+
+    def search(query: str, k: int) -> list[Passage]:
+        return [Passage(f"p{i}", "t") for i in range(5)]
+
+    async def asearch(query: str, k: int) -> list[Passage]:
+        return search(query, k)
+
+    for k in (-1, 0, 2.5, True):
+        with pytest.raises(ConfigError, match="k must be"):
+            call_search(search, "q", k)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="k must be"):
+            asyncio.run(acall_search(asearch, "q", k))  # type: ignore[arg-type]
+    assert len(call_search(search, "q", 2)) == 2

@@ -158,3 +158,37 @@ def test_rows_without_text_are_counted_not_dropped_silently(tmp_path: Path) -> N
         )
     )
     assert load_corpus(columnar).skipped == 1  # title "c" has no sentences
+
+
+def test_a_limit_below_one_is_refused(tmp_path: Path) -> None:
+    from neocorrag_core.corpus import open_corpus, passages_from_data
+    from neocorrag_core.errors import ConfigError
+
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps([{"title": "A", "text": "a"}, {"title": "B", "text": "b"}]))
+    for limit in (0, -5):
+        with pytest.raises(ConfigError, match="limit must be >= 1"):
+            load_corpus(path, limit=limit)
+        with pytest.raises(ConfigError, match="limit must be >= 1"):
+            open_corpus(path, limit=limit)
+        with pytest.raises(ConfigError, match="limit must be >= 1"):
+            passages_from_data([{"title": "A", "text": "a"}], limit=limit)
+    assert len(load_corpus(path, limit=1).passages) == 1
+
+
+def test_question_rows_that_are_no_object_are_counted_as_skipped() -> None:
+    from neocorrag_core.corpus import passages_from_data
+
+    para = {"title": "T", "paragraph_text": "Some text."}
+    musique = [{"id": "q1", "paragraphs": [para]}, "garbage row", 42, {"id": "q2"}]
+    corpus = passages_from_data(musique)
+    assert (len(corpus.passages), corpus.skipped) == (1, 2)  # q2 has no paragraphs: no loss
+    bad_shape = [{"id": "q1", "paragraphs": [para]}, {"id": "q3", "paragraphs": "text"}]
+    assert passages_from_data(bad_shape).skipped == 1
+    hotpot = [
+        {"_id": "h1", "question": "?", "context": [["T", ["A sentence."]]]},
+        {"_id": "h2", "question": "?", "context": "a string"},
+        "garbage row",
+    ]
+    corpus = passages_from_data(hotpot)
+    assert (len(corpus.passages), corpus.skipped) == (1, 2)
