@@ -3,7 +3,8 @@
 A user who adds the compressor or the postprocessor to a pipeline over ordinary documents
 (no ``metadata["triples"]``) must get chains without any wiring. So, per passage:
 
-1. ``metadata["triples"]`` when the key is present (even an empty list: the user said so);
+1. ``metadata["triples"]`` when it is set (even to an empty list: the user said so; a
+   ``None`` value counts as absent, as many vector stores write a missing key that way);
 2. else the persistent :class:`~neocorrag_core.triples.store.TripleStore` (what ``neocorrag
    index`` or an ingestion transform wrote, or an earlier query extracted);
 3. else the extractor (spaCy when the ``spacy`` extra is installed); what it extracts is
@@ -28,7 +29,11 @@ from neocorrag_core.errors import ConfigError, StoreError
 from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples.extractor import TripleExtractor
 from neocorrag_core.triples.factory import make_extractor, spacy_available
-from neocorrag_core.triples.precomputed import METADATA_KEY, MetadataTripleSource
+from neocorrag_core.triples.precomputed import (
+    METADATA_KEY,
+    MetadataTripleSource,
+    has_metadata_triples,
+)
 from neocorrag_core.triples.spacy_extractor import SpacyTripleExtractor
 from neocorrag_core.triples.store import CachedTripleSource, ExtractorKey, TripleStore
 from neocorrag_core.types import Passage, Triple
@@ -111,11 +116,12 @@ class DefaultTripleSource:
         """The triples of each passage: metadata, else store, else extractor, else none."""
         passages = list(passages)
         out: list[list[Triple]] = [[] for _ in passages]
-        given = [i for i, p in enumerate(passages) if self.metadata.key in p.metadata]
+        has = [has_metadata_triples(p, self.metadata.key) for p in passages]
+        given = [i for i, flag in enumerate(has) if flag]
         from_metadata = self.metadata.triples_for([passages[i] for i in given])
         for i, triples in zip(given, from_metadata, strict=True):
             out[i] = triples
-        rest = [i for i, p in enumerate(passages) if self.metadata.key not in p.metadata]
+        rest = [i for i, flag in enumerate(has) if not flag]
         if not rest:
             return out
         backend = self._cached.get(self._open)

@@ -20,7 +20,9 @@ class TripleExtractor(Protocol):
     """Makes triples from passage text; ``extractor_id`` + ``version`` key the cache.
 
     Bump ``version`` whenever a change (prompt, rules, model) can change the output,
-    so stored triples of the old behaviour are not served for the new one.
+    so stored triples of the old behaviour are not served for the new one; settings of
+    one instance that change the output (e.g. a non-default ``max_words``) belong in
+    ``extractor_id``.
     Every extractor is also a ``TripleSource`` (``triples_for`` = ``extract``).
     """
 
@@ -40,7 +42,12 @@ class TripleExtractor(Protocol):
 
 
 def passage_document(passage: Passage) -> str:
-    """The text an extractor reads (title line, then text): also what the store hashes."""
+    """What the store hashes: the title line, then the whitespace-normalized text, whole.
+
+    An extractor reads this text, or less of it (a ``max_words`` cut; the spaCy extractor
+    uses the title only to resolve references): what it leaves out depends on its
+    settings, which are therefore part of its ``extractor_id``, the other half of the key.
+    """
     text = " ".join(passage.text.split())
     title = " ".join(passage.title.split())
     return f"{title}\n{text}" if title else text
@@ -76,7 +83,10 @@ def clean_triples(triples: Iterable[Triple], source_id: str) -> list[Triple]:
 
 
 def truncate_words(text: str, max_words: int, *, passage_id: str, extractor: str) -> str:
-    """Cut ``text`` to ``max_words`` words, warning once per passage (bounded extraction cost)."""
+    """Cut ``text`` to ``max_words`` (>= 1) words, warning once per passage (bounded
+    extraction cost)."""
+    if max_words < 1:
+        raise ValueError(f"max_words must be >= 1, got {max_words}")
     words = text.split(" ")
     if len(words) <= max_words:
         return text

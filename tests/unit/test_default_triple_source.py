@@ -49,6 +49,16 @@ def test_metadata_wins_even_when_empty_and_the_extractor_is_not_asked(tmp_path):
     assert extractor.seen == []
 
 
+def test_metadata_triples_none_counts_as_absent(tmp_path):
+    extractor = CountingExtractor()
+    source = DefaultTripleSource(store=tmp_path / "s.sqlite", extractor=extractor)
+    passages = [raw("n", "N", "Nina sings.", triples=None), raw("e", "E", "Eve.", triples=[])]
+    out = source.triples_for(passages)
+    assert [t.key() for t in out[0]] == [("N", "mentions", "Nina")]
+    assert out[1] == []  # an empty list still means "no triples"
+    assert extractor.seen == ["n"]
+
+
 def test_missing_passages_are_extracted_once_then_read_from_the_store(tmp_path):
     path = tmp_path / "s.sqlite"
     first = CountingExtractor()

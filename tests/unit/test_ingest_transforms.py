@@ -362,3 +362,21 @@ def test_annotator_links_ids_and_skips_passages_with_triples(
     assert copy.extractor == annotator.extractor and not copy.stats.hits
     assert copy.annotate(passages[:1]) == found[:1]
     assert copy.stats.hits == 1
+
+
+def test_annotator_and_transformer_treat_none_triples_as_absent(
+    tmp_path: Path, spacy_extractor: SpacyTripleExtractor
+) -> None:
+    annotator = TripleAnnotator(spacy_extractor, tmp_path / "t.sqlite")
+    curie = TEXTS["curie"][1]
+    passages = [
+        Passage("p1", curie, "Marie Curie", metadata={"triples": None}),
+        Passage("p2", "Given.", metadata={"triples": []}),
+    ]
+    found = annotator.annotate(passages)
+    assert found[0] and found[1] is None
+    transformer = TripleExtractorTransformer(extractor=spacy_extractor, store=tmp_path / "t.sqlite")
+    [doc] = transformer.transform_documents(
+        [Document(page_content=curie, metadata={"title": "Marie Curie", "triples": None})]
+    )
+    assert triple_keys(doc.metadata["triples"]) == [t.key() for t in found[0]]

@@ -133,6 +133,47 @@ def test_cache_identity_names_the_model_and_the_constraint(tiny_lms) -> None:
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError):
         LLMTripleExtractor(None, batch_size=0)
+    from neocorrag_core.errors import ConfigError
+
+    for kwargs in ({"batch_size": 1.5}, {"max_words": 0}, {"max_new_tokens": 4}):
+        with pytest.raises(ConfigError):
+            LLMTripleExtractor(None, **kwargs)
+
+
+def test_store_key_tells_apart_hub_orgs_and_output_changing_lengths(tmp_path) -> None:
+    # The bundled default's key is the published one; nothing is loaded here.
+    assert LLMTripleExtractor().extractor_id == "llm:qwen2.5-coder-0.5b-instruct"
+    assert LLMTripleExtractor("default", max_words=350, max_new_tokens=384).extractor_id == (
+        "llm:qwen2.5-coder-0.5b-instruct"
+    )
+    a = LLMTripleExtractor("orgA/Qwen2.5-0.5B-Instruct")
+    b = LLMTripleExtractor("orgB/Qwen2.5-0.5B-Instruct")
+    assert a.extractor_id == "llm:orgA/Qwen2.5-0.5B-Instruct"
+    assert b.extractor_id == "llm:orgB/Qwen2.5-0.5B-Instruct"
+    assert LLMTripleExtractor("gpt2").extractor_id == "llm:gpt2"
+    # Lengths that change the output are in the key; batch size is not.
+    assert LLMTripleExtractor(max_words=20).extractor_id == "llm:qwen2.5-coder-0.5b-instruct,w20"
+    assert LLMTripleExtractor(max_new_tokens=16).extractor_id == (
+        "llm:qwen2.5-coder-0.5b-instruct,t16"
+    )
+    assert LLMTripleExtractor("orgA/m", max_words=20, max_new_tokens=16, name="x").extractor_id == (
+        "llm:x,w20,t16"
+    )
+    assert LLMTripleExtractor(batch_size=1).extractor_id == LLMTripleExtractor().extractor_id
+    # Local folders keep their last path part (portable); name= tells two apart.
+    for folder in (tmp_path / "base" / "qwen", tmp_path / "ft" / "qwen"):
+        folder.mkdir(parents=True)
+    assert LLMTripleExtractor(str(tmp_path / "base" / "qwen")).extractor_id == "llm:qwen"
+    assert LLMTripleExtractor(str(tmp_path / "ft" / "qwen") + "/").extractor_id == "llm:qwen"
+    assert LLMTripleExtractor("/no/such/models/qwen").extractor_id == "llm:qwen"
+    assert LLMTripleExtractor(str(tmp_path / "ft" / "qwen"), name="qwen-ft").extractor_id == (
+        "llm:qwen-ft"
+    )
+    # A (model, tokenizer) pair is named by the model's config path, hub ids whole.
+    model = SimpleNamespace(config=SimpleNamespace(_name_or_path="orgA/tiny-model"))
+    assert LLMTripleExtractor((model, object())).extractor_id == "llm:orgA/tiny-model"
+    model.config._name_or_path = str(tmp_path / "base" / "qwen")
+    assert LLMTripleExtractor((model, object())).extractor_id == "llm:qwen"
 
 
 # --------------------------------------------------------------------------------------------

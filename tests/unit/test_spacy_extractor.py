@@ -141,3 +141,56 @@ def test_pickles_without_its_pipeline(extractor) -> None:
     assert not clone._nlp.loaded
     text = "Marie Curie discovered polonium."
     assert keys(clone, text) == keys(extractor, text)
+
+
+def test_a_non_default_max_words_is_part_of_the_store_key(extractor) -> None:
+    from neocorrag_core.triples import CachedTripleSource, TripleStore
+
+    default_id = f"spacy:{extractor.model_name}"
+    assert extractor.extractor_id == default_id  # the default key is unchanged
+    assert SpacyTripleExtractor(max_words=1500).extractor_id == default_id
+    short = SpacyTripleExtractor(max_words=8)
+    assert short.extractor_id == f"{default_id},w8"
+    assert SpacyTripleExtractor(max_words=8, use_title=False).extractor_id == (
+        f"{default_id},notitle,w8"
+    )
+    # A store filled by the short extractor must not serve its cut triples to the full one.
+    short._nlp = extractor._nlp  # share the loaded pipeline
+    passage = Passage(
+        "p1",
+        title="Alice Smith",
+        text="Alice Smith is a British actress. She was born in London. "
+        "She married Bob Jones in 1990.",
+    )
+    store = TripleStore(":memory:")
+    cut = CachedTripleSource(store, short).triples_for([passage])[0]
+    full = CachedTripleSource(store, extractor).triples_for([passage])[0]
+    assert ("Alice Smith", "born in", "London") not in {t.key() for t in cut}
+    assert [t.key() for t in full] == [t.key() for t in extractor.extract([passage])[0]]
+    assert ("Alice Smith", "born in", "London") in {t.key() for t in full}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"max_words": 0}, "max_words must be >= 1"),
+        ({"max_words": -1}, "max_words must be >= 1"),
+        ({"max_words": 2.5}, "max_words must be an integer"),
+        ({"batch_size": 0}, "batch_size must be >= 1"),
+        ({"batch_size": True}, "batch_size must be an integer"),
+        ({"use_title": "no"}, "use_title must be True or False"),
+    ],
+)
+def test_bad_settings_raise_config_errors(kwargs, fragment) -> None:
+    from neocorrag_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=fragment):
+        SpacyTripleExtractor(**kwargs)
+
+
+def test_truncate_words_refuses_a_count_below_one() -> None:
+    from neocorrag_core.triples.extractor import truncate_words
+
+    with pytest.raises(ValueError, match=">= 1"):
+        truncate_words("Alice met Bob in Paris", -1, passage_id="p", extractor="x")
+    assert truncate_words("Alice met Bob", 2, passage_id="p", extractor="x") == "Alice met"

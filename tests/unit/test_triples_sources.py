@@ -16,6 +16,7 @@ from neocorrag_core.triples import (
     TripleSource,
     parse_triple,
 )
+from neocorrag_core.triples.precomputed import text_key
 from neocorrag_core.types import Passage, Triple
 
 
@@ -57,6 +58,42 @@ def test_openie_source_matches_by_text_or_title_and_text(tmp_path):
     assert source.triples_for([hit, miss]) == [
         [Triple("Stanley", "capital of", "Mountrail County", ("p1",))],
         [],
+    ]
+
+
+def test_openie_texts_shared_by_two_titles_are_matched_on_the_title(caplog):
+    # The real case: HotpotQA's "Tara Strong" and "Tara Strong filmography" share one text.
+    text = "Tara Lyn Strong is a Canadian-American actress."
+    docs = [
+        {"title": t, "text": text, "passage": f"{t}\n{text}", "extracted_triples": [[t, "r", o]]}
+        for t, o in (("Tara Strong", "first"), ("Tara Strong filmography", "second"))
+    ]
+    docs.append(
+        {"title": "Solo", "text": "Only  one doc.", "extracted_triples": [["Solo", "r", "x"]]}
+    )
+    with caplog.at_level(logging.WARNING):
+        source = OpenIETripleSource.from_records({"docs": docs})
+    assert "1 text(s) belong to 2 documents with different titles" in caplog.text
+    assert len(source) == 3
+    passages = [
+        Passage("a", text, "Tara Strong filmography"),  # listed second: still its own doc
+        Passage("b", text, "Tara Strong"),
+        Passage("c", text, "Another title"),  # shared text, unknown title: ambiguous
+        Passage("d", "Only one doc.", "Renamed"),  # text of exactly one doc: matched
+        Passage("e", "Solo\nOnly one doc."),  # the doc's title and text, as one text
+    ]
+    found = [[t.key() for t in ts] for ts in source.triples_for(passages)]
+    assert found == [
+        [("Tara Strong filmography", "r", "second")],
+        [("Tara Strong", "r", "first")],
+        [],
+        [("Solo", "r", "x")],
+        [("Solo", "r", "x")],
+    ]
+    # Built from a text map alone (the constructor's first argument), as before.
+    by_text = OpenIETripleSource({text_key("Only one doc."): [("A", "r", "B")]})
+    assert [t.key() for t in by_text.lookup(Passage("f", "Only one doc.", "T"))] == [
+        ("A", "r", "B")
     ]
 
 
