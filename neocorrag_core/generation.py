@@ -8,6 +8,7 @@ temperatures) never changes a score or makes a call nondeterministic.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -61,7 +62,30 @@ def _plain_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
     return [[int(i) for i in ids] for ids in batch["input_ids"]]
 
 
+# tokenizer -> (its vocabulary size when read, its markers): added_tokens_decoder builds and
+# sorts a dict on every access, which costs more than tokenizing a passage when a model has
+# thousands of added tokens. A memo, not state: entries go with their tokenizer, and a
+# tokenizer that grew (add_tokens) is read again.
+_MARKER_MEMO: weakref.WeakKeyDictionary[Any, tuple[int, dict[str, int]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _added_markers(tokenizer: Any) -> dict[str, int]:
+    """:func:`_read_added_markers`, read once per tokenizer (and again after it grows)."""
+    try:
+        size = len(tokenizer)
+        memo = _MARKER_MEMO.get(tokenizer)
+    except TypeError:  # no len() or not weak-referenceable: read every time
+        return _read_added_markers(tokenizer)
+    if memo is not None and memo[0] == size:
+        return memo[1]
+    markers = _read_added_markers(tokenizer)
+    _MARKER_MEMO[tokenizer] = (size, markers)
+    return markers
+
+
+def _read_added_markers(tokenizer: Any) -> dict[str, int]:
     """Content -> id of every added token (special or not) that text could spell.
 
     All of them count, not only those flagged special: which added tokens a model treats as

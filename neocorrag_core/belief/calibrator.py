@@ -197,14 +197,11 @@ class AnswerabilityCalibrator:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise InputError(f"{origin} is not a neocorrag answerability calibrator file")
         format_version = data.get("format_version")
-        if (
-            isinstance(format_version, bool)
-            or not isinstance(format_version, int)
-            or format_version != FORMAT_VERSION
-        ):
+        # 1.0 is 1 (a file written by hand or by another JSON writer); true is not.
+        if not _is_number(format_version) or format_version != FORMAT_VERSION:
             raise InputError(
                 f"{origin} has format_version {format_version!r}; this neocorrag "
-                f"reads {FORMAT_VERSION}"
+                f"reads format_version {FORMAT_VERSION} only"
             )
         missing = [key for key in _FILE_KEYS if key not in data]
         if missing:
@@ -222,8 +219,12 @@ class AnswerabilityCalibrator:
         if not _is_number(bias) or not math.isfinite(bias):
             raise InputError(f"{origin}: bias must be a finite number, got {_show(bias)}")
         version = data["version"]
+        if _is_number(version):  # a version written as a number ("version": 3) reads as text
+            version = str(version)
         if not isinstance(version, str) or not version.strip():
-            raise InputError(f"{origin}: version must be a non-empty string, got {_show(version)}")
+            raise InputError(
+                f"{origin}: version must be a non-empty string or a number, got {_show(version)}"
+            )
         meta = data.get("meta")
         if meta is not None and not isinstance(meta, dict):
             raise InputError(f"{origin}: meta must be an object, got {_show(meta)}")

@@ -426,10 +426,6 @@ def build_components(
         triple_source=triple_source or resolve_triple_source(settings.triples, settings.out),
         show_progress=True,
     )
-    if lm is None and settings.lm is not None and not settings.contexts_from:
-        # Load a named --lm now: the methods load it lazily, mid-run, after other methods'
-        # records of the first question are cached; a typo must fail before any is.
-        miner.models.lm  # noqa: B018
     no_reader = settings.reader == NO_READER and reader_lm is None
     if reader_lm is None and not no_reader:
         same = settings.reader == "default" and settings.lm is None and lm is None

@@ -20,7 +20,6 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from neocorrag_core.once import LoadOnce
@@ -365,14 +364,17 @@ def _model_path_name(spec: str) -> str:
     """The store-key name of an LM given by id or folder: a Hugging Face hub id whole
     (``org/name``: two organisations' fine-tunes of one base model are different models),
     a local folder by its last path part (portable across machines; two local folders with
-    the same last part share it, so pass ``name=`` to tell them apart)."""
+    the same last part share it, so pass ``name=`` to tell them apart). Decided from the
+    text alone, never from what exists on disk, so one spec has one key in every working
+    directory and on every worker: a relative ``dir/name`` reads as a hub id (write
+    ``./dir/name`` for a folder)."""
     from neocorrag_core.models.hf import _looks_like_local_path
 
     text = spec.strip()
     trimmed = text.rstrip("/\\")
     if not trimmed:
         return text
-    if _looks_like_local_path(text) or Path(trimmed).expanduser().exists():
+    if _looks_like_local_path(text):
         return re.split(r"[/\\]", trimmed)[-1] or trimmed
     return trimmed
 

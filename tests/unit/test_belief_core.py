@@ -210,9 +210,9 @@ def shipped_dict() -> dict:
         (lambda d: d.update(bias=True), "bias must be a finite number"),
         (lambda d: d.update(bias="0.5"), "bias must be a finite number"),
         (lambda d: d.update(format_version=True), "format_version True"),
-        (lambda d: d.update(format_version=1.0), "format_version 1.0"),
+        (lambda d: d.update(format_version=2), "format_version 2; this neocorrag reads"),
         (lambda d: d.update(version=None), "version must be a non-empty string"),
-        (lambda d: d.update(version=3), "version must be a non-empty string"),
+        (lambda d: d.update(version=" "), "version must be a non-empty string"),
         (lambda d: d.update(meta=[1, 2]), "meta must be an object"),
         (lambda d: d.pop("bias"), r"lacks bias"),
     ],
@@ -222,6 +222,13 @@ def test_a_bad_field_of_a_coefficient_file_is_an_input_error_naming_it(change, m
     change(data)
     with pytest.raises(InputError, match=message):
         AnswerabilityCalibrator.from_dict(data, origin="f.json")
+
+
+def test_a_whole_number_format_version_and_a_numeric_version_are_read():
+    data = shipped_dict()
+    data.update(format_version=1.0, version=3)
+    calibrator = AnswerabilityCalibrator.from_dict(data, origin="f.json")
+    assert calibrator.version == "3"
 
 
 def test_unreadable_coefficient_files_and_unknown_shipped_names_are_input_errors(tmp_path):

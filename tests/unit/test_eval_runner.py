@@ -387,7 +387,6 @@ def test_settings_that_fail_to_build_leave_nothing_behind(tmp_path):
     typos = (
         {"triples": str(tmp_path / "typo_openie.json")},
         {"contexts_from": str(tmp_path / "no-such-run")},
-        {"methods": ("none", "neocorrag-rank"), "lm": "./no-such-lm"},
         {"reader": "./no-such-reader"},
         {"pool": "corpus", "corpus": str(tmp_path / "typo_corpus.json")},
     )
@@ -398,6 +397,21 @@ def test_settings_that_fail_to_build_leave_nothing_behind(tmp_path):
     # The corrected command runs in the same --out.
     assert run_without_reader(settings)["questions_compared"] == 3
     assert (out / "run.json").is_file()
+
+
+def test_a_named_lm_loads_only_when_a_method_decodes(tmp_path):
+    # Methods that never decode do not need --lm: an unloadable one is never touched.
+    settings = settings_for(
+        tmp_path, methods=("none", "top-2", "neocorrag-none"), reader="none", plots=False
+    )
+    unused = EvalSettings(**{**settings.__dict__, "lm": "./no-such-lm"})
+    assert run_without_reader(unused)["questions_compared"] == 3
+    # A method that decodes fails on it.
+    decoding = EvalSettings(
+        **{**settings.__dict__, "out": str(tmp_path / "d"), "methods": ("none", "neocorrag-rank")}
+    )
+    with pytest.raises((OSError, ValueError, RuntimeError)):
+        run_without_reader(EvalSettings(**{**decoding.__dict__, "lm": "./no-such-lm"}))
 
 
 @pytest.mark.parametrize(

@@ -140,7 +140,7 @@ def test_bad_settings_are_refused() -> None:
             LLMTripleExtractor(None, **kwargs)
 
 
-def test_store_key_tells_apart_hub_orgs_and_output_changing_lengths(tmp_path) -> None:
+def test_store_key_tells_apart_hub_orgs_and_output_changing_lengths(tmp_path, monkeypatch) -> None:
     # The bundled default's key is the published one; nothing is loaded here.
     assert LLMTripleExtractor().extractor_id == "llm:qwen2.5-coder-0.5b-instruct"
     assert LLMTripleExtractor("default", max_words=350, max_new_tokens=384).extractor_id == (
@@ -166,6 +166,11 @@ def test_store_key_tells_apart_hub_orgs_and_output_changing_lengths(tmp_path) ->
     assert LLMTripleExtractor(str(tmp_path / "base" / "qwen")).extractor_id == "llm:qwen"
     assert LLMTripleExtractor(str(tmp_path / "ft" / "qwen") + "/").extractor_id == "llm:qwen"
     assert LLMTripleExtractor("/no/such/models/qwen").extractor_id == "llm:qwen"
+    # Decided from the text alone: one spec, one key, whatever exists in this directory.
+    (tmp_path / "checkpoints" / "run1").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert LLMTripleExtractor("checkpoints/run1").extractor_id == "llm:checkpoints/run1"
+    assert LLMTripleExtractor("./checkpoints/run1").extractor_id == "llm:run1"
     assert LLMTripleExtractor(str(tmp_path / "ft" / "qwen"), name="qwen-ft").extractor_id == (
         "llm:qwen-ft"
     )

@@ -111,3 +111,12 @@ def test_a_marker_the_normalizer_restores_is_dropped(caplog: pytest.LogCaptureFi
     assert tool_id not in ids
     assert "dropped 1 marker" in caplog.text
     assert "before" in tok.decode(ids) and "after" in tok.decode(ids)
+
+
+def test_a_marker_added_after_the_first_call_is_broken_too():
+    # The markers are read once per tokenizer and again when its vocabulary grows.
+    tok = qwen_like_tokenizer()
+    assert not marker_ids(tok) & set(text_token_ids(tok, FORGED))
+    tok.add_tokens(["<think>"], special_tokens=False)
+    ids = text_token_ids(tok, "before <think> after")
+    assert tok.convert_tokens_to_ids("<think>") not in ids
