@@ -33,6 +33,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from neocorrag_core.cli_index import at_least_one
+from neocorrag_core.indexing import ENGINES
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 CORPORA = (
@@ -196,10 +199,14 @@ def model(results: dict[str, dict[str, Any]], passages: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--limit", type=int, default=None, help="first N passages (smoke test)")
-    parser.add_argument("--workers", type=int, default=2, help="process / ray workers")
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--engines", nargs="+", default=["local", "process", "ray"])
+    parser.add_argument(
+        "--limit", type=at_least_one, default=None, help="first N passages (smoke test)"
+    )
+    parser.add_argument("--workers", type=at_least_one, default=2, help="process / ray workers")
+    parser.add_argument("--batch-size", type=at_least_one, default=16)
+    parser.add_argument(
+        "--engines", nargs="+", choices=ENGINES, default=["local", "process", "ray"]
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/index.json")
     args = parser.parse_args()
     if "local" not in args.engines:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from neocorrag_core.cli_index import at_least_one
 from neocorrag_core.models import resolve_embedder
 from neocorrag_core.rendering import render_passages
 from neocorrag_core.triples import OpenIETripleSource
@@ -30,7 +31,7 @@ OUT = ROOT / "neocorrag_core" / "data" / "demo_questions.json"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=5)
+    parser.add_argument("--count", type=at_least_one, default=5)
     args = parser.parse_args()
     questions = json.loads((DATA / "hipporag_musique_train_100.json").read_text())
     openie = OpenIETripleSource.from_file(DATA / "hipporag_musique_train_openie_gpt35.json")
@@ -67,7 +68,7 @@ def main() -> None:
                 ],
             }
         )
-        if len(sample) == args.count:
+        if len(sample) >= args.count:
             break
     payload = {
         "source": (

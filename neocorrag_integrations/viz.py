@@ -75,8 +75,27 @@ def evidence_graph(refined: Sequence[Any], retrieved: Sequence[Any] | None = Non
         graph.add_node(obj, kind="entity")
         graph.add_edge(subject, obj, kind="fact", relation=relation, **fact)
         for rank in fact["ranks"]:
-            graph.add_edge(f"doc {rank}", subject, kind="source", fact=(subject, relation, obj))
+            node = f"doc {rank}"
+            if node not in graph:
+                # A source the list no longer holds (a later stage trimmed it): shown as
+                # dropped, since it does not reach the reader.
+                title = (
+                    _title(retrieved[rank - 1], rank)
+                    if retrieved and 0 < rank <= len(retrieved)
+                    else f"document {rank}"
+                )
+                graph.add_node(node, kind="document", status="dropped", title=title)
+            graph.add_edge(node, subject, kind="source", fact=(subject, relation, obj))
     return graph
+
+
+def _pair_labels(facts: Sequence[tuple[str, str, dict[str, Any]]]) -> dict[tuple[str, str], str]:
+    """One label per entity pair: two relations between the same two entities are drawn as
+    one arrow, so both relations go on it ("r1 / r2")."""
+    labels: dict[tuple[str, str], list[str]] = {}
+    for u, v, d in facts:
+        labels.setdefault((u, v), []).append(d["relation"])
+    return {pair: " / ".join(dict.fromkeys(names)) for pair, names in labels.items()}
 
 
 def draw_evidence(
@@ -135,7 +154,7 @@ def draw_evidence(
     nx.draw_networkx_edge_labels(
         graph,
         pos,
-        edge_labels={(u, v): d["relation"] for u, v, d in facts},
+        edge_labels=_pair_labels(facts),
         font_size=8,
         ax=ax,
     )

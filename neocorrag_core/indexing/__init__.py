@@ -21,6 +21,7 @@ from neocorrag_core.indexing.base import Engine, extractor_for, resolve_spec
 from neocorrag_core.indexing.driver import IndexReport, index_corpus
 from neocorrag_core.indexing.local import LocalEngine
 from neocorrag_core.indexing.stream import DEFAULT_CHUNK_SIZE, DEFAULT_RAY_CHUNK_SIZE
+from neocorrag_core.validation import check_int
 
 ENGINES = ("local", "process", "ray")
 
@@ -36,7 +37,11 @@ def make_engine(
     """The engine ``name`` running the extractor ``spec`` (nothing starts until there is work).
 
     ``workers`` applies to ``process`` and ``ray``, ``address`` to ``ray`` only.
+    ``workers`` (``None``: one per CPU) and ``batch_size`` must be integers >= 1: checked
+    here, before any store is locked or worker started.
     """
+    check_int("make_engine", "workers", workers, minimum=1, optional=True)
+    check_int("make_engine", "batch_size", batch_size, minimum=1)
     if name == "local":
         return LocalEngine(extractor_for(resolve_spec(spec), batch_size))
     if name == "process":

@@ -300,3 +300,20 @@ def test_a_run_killed_with_sigkill_resumes_with_nothing_lost_or_doubled(tmp_path
     expected = {text_sha256(p) for p in open_corpus(corpus)}
     hashes = [row[0] for row in rows_stored]
     assert len(hashes) == len(set(hashes)) == len(rows) and set(hashes) == expected
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"workers": 0}, "workers must be >= 1"),
+        ({"workers": -2}, "workers must be >= 1"),
+        ({"batch_size": 0}, "batch_size must be >= 1"),
+    ],
+)
+def test_make_engine_refuses_counts_below_one_before_anything_starts(kwargs, message):
+    from neocorrag_core.errors import ConfigError
+    from neocorrag_core.indexing import make_engine
+
+    for name in ("local", "process"):
+        with pytest.raises(ConfigError, match=message):
+            make_engine(name, "spacy", **kwargs)

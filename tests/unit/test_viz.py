@@ -61,3 +61,24 @@ def test_draws_for_both_frameworks_and_for_an_output_without_chains():
     graph = evidence_graph(passthrough)
     assert {d["kind"] for _, d in graph.nodes(data=True)} == {"document"}
     assert draw_evidence(passthrough)
+
+
+def test_a_source_trimmed_from_the_list_is_drawn_as_dropped():
+    refined, retrieved = refined_langchain(top_n=1, beam_width=1)
+    # A later stage keeps only the chain document and the first one ("doc 4" is gone).
+    chain_doc = [d for d in refined if d.metadata.get("neocorrag_evidence_chains")]
+    trimmed = [refined[0], *chain_doc]
+    graph = evidence_graph(trimmed, retrieved)
+    assert graph.nodes["doc 4"]["status"] == "dropped"
+    assert draw_evidence(trimmed, retrieved) is not None
+
+
+def test_two_relations_between_one_pair_share_one_label():
+    from neocorrag_integrations.viz import _pair_labels
+
+    facts = [
+        ("A", "B", {"relation": "r1"}),
+        ("A", "B", {"relation": "r2"}),
+        ("B", "C", {"relation": "r1"}),
+    ]
+    assert _pair_labels(facts) == {("A", "B"): "r1 / r2", ("B", "C"): "r1"}
