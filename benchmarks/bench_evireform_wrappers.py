@@ -31,6 +31,8 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from neocorrag_core.cli_index import at_least_one
+from neocorrag_core.errors import NeocorragError
 from neocorrag_core.eval import metrics as M
 from neocorrag_core.eval.datasets import load_qa
 from neocorrag_core.eval.retrieval import pooled_corpus
@@ -128,8 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--triples", default="spacy", help="'spacy' or a HippoRAG OpenIE file (as neocorrag eval)"
     )
     parser.add_argument("--split", choices=("tune", "report"), default="report")
-    parser.add_argument("--limit", type=int, default=None, help="first N questions of the split")
-    parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument(
+        "--limit", type=at_least_one, default=None, help="first N questions of the split"
+    )
+    parser.add_argument("--top-k", type=at_least_one, default=5)
     parser.add_argument(
         "--frameworks", nargs="+", default=["langchain", "llama-index"],
         choices=("langchain", "llama-index"),
@@ -138,8 +142,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     out = Path(args.out)
+    try:
+        examples, _ = load_qa(args.data)
+    except (OSError, NeocorragError) as exc:  # the message names the file and the fix
+        parser.error(str(exc))
     out.mkdir(parents=True, exist_ok=True)
-    examples, _ = load_qa(args.data)
     corpus = pooled_corpus(examples)  # every question's passages, as --pool corpus
     questions = in_split(examples, args.split)[: args.limit]
     source = resolve_triple_source(args.triples, str(out))

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 
 from neocorrag_core.belief import EvidenceWorkspace
 from neocorrag_core.belief.writer import entity_next_query
+from neocorrag_core.cli_index import at_least_one
+from neocorrag_core.errors import NeocorragError
 from neocorrag_core.eval.datasets import QAExample, load_qa
 from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
 from neocorrag_core.eval.runner import resolve_triple_source
@@ -125,14 +127,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", required=True)
     parser.add_argument("--triples", default=None)
     parser.add_argument("--split", choices=("tune", "report"), default="tune")
-    parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--limit", type=at_least_one, default=None)
+    parser.add_argument("--k", type=at_least_one, default=5)
     parser.add_argument("--min-searches", type=int, default=2)
     parser.add_argument("--max-rounds", type=int, default=4)
     parser.add_argument("--max-evidence", type=int, default=8)
     args = parser.parse_args(argv)
 
-    examples = load_qa(args.data)[0]
+    try:
+        examples = load_qa(args.data)[0]
+    except (OSError, NeocorragError) as exc:  # the message names the file and the fix
+        parser.error(str(exc))
     corpus = pooled_corpus(examples)
     chosen = in_split(examples, args.split)[: args.limit]
     retriever = Retriever(

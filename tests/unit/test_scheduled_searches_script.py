@@ -75,3 +75,17 @@ def test_outcome_rows_count_gold_found_complete_questions_and_searches():
     outcome.add(("actor", "costar", "father"), EXAMPLE.gold_ids, 2)
     outcome.add(("actor", "costar"), EXAMPLE.gold_ids, 3)
     assert outcome.row("x") == "| x | 75.0 | 50.0 | 2.50 | 2.50 |"
+
+
+def test_a_missing_data_file_or_a_bad_count_is_one_usage_line(capsys) -> None:
+    import pytest
+
+    cases = (
+        (["--data", "/no/such/file.json"], "error: data file not found: /no/such/file.json"),
+        (["--data", "x.json", "--limit", "0"], "error: argument --limit: must be at least 1"),
+    )
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as exit_info:
+            scheduled.main(argv)
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
