@@ -365,9 +365,14 @@ def _show(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def _list_like(value: Any) -> bool:
+    """An iterable of items: not a string (an iterable of characters) or a mapping (of keys)."""
+    return isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping))
+
+
 def _feature_names(features: Any, where: str) -> tuple[str, ...]:
     """``features`` as a tuple of distinct known names, else an InputError naming them."""
-    if isinstance(features, (str, bytes, Mapping)) or not isinstance(features, Iterable):
+    if not _list_like(features):
         raise InputError(f"{where} must be a list of diagnostic names, got {_show(features)}")
     names = tuple(features)
     odd = [f for f in names if not isinstance(f, str)]
@@ -393,9 +398,9 @@ def _number_list(value: Any, key: str, origin: str) -> tuple[float, ...]:
     return tuple(float(v) for v in value)
 
 
-def _as_list(values: Any, what: str) -> list[Any]:
-    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
-        raise InputError(f"fit: {what} must be a list, got {_show(values)}")
+def _as_list(values: Any, what: str, where: str = "fit") -> list[Any]:
+    if not _list_like(values):
+        raise InputError(f"{where}: {what} must be a list, got {_show(values)}")
     return list(values)
 
 
@@ -462,17 +467,14 @@ def _scored_arrays(
     outcome per probability, every probability a finite number in ``[0, 1]``, every
     outcome 0 / 1 / ``False`` / ``True``; :class:`~neocorrag_core.errors.InputError`
     otherwise."""
-    if isinstance(probabilities, (str, bytes, Mapping)) or not isinstance(probabilities, Iterable):
-        raise InputError(f"{what}: probabilities must be a list, got {_show(probabilities)}")
-    if isinstance(outcomes, (str, bytes, Mapping)) or not isinstance(outcomes, Iterable):
-        raise InputError(f"{what}: outcomes must be a list, got {_show(outcomes)}")
-    p_list = list(probabilities)
+    p_list = _as_list(probabilities, "probabilities", what)
+    o_list = _as_list(outcomes, "outcomes", what)
     for value in p_list:
         if not _is_number(value) or not 0.0 <= value <= 1.0:  # NaN fails the comparison
             raise InputError(
                 f"{what}: probabilities must be finite numbers in [0, 1], got {_show(value)}"
             )
-    y = _outcomes(outcomes, what)
+    y = _outcomes(o_list, what)
     if len(p_list) != len(y):
         raise InputError(f"{what}: {len(p_list)} probabilities but {len(y)} outcomes")
     return np.asarray(p_list, float), y

@@ -161,15 +161,21 @@ def import_jsonl(
         return _import_lines(
             store, src, str(getattr(src, "name", "<stream>")), batch_size, show_progress
         )
-    name = str(Path(src).expanduser())
+    name, fh = _open_export(src)
+    with fh:
+        return _import_lines(store, fh, name, batch_size, show_progress)
+
+
+def _open_export(path: str | os.PathLike[str]) -> tuple[str, TextIO]:
+    """``(name, open text file)`` of an export file; InputError naming it when it cannot
+    be opened."""
+    name = str(Path(path).expanduser())
     try:
-        fh = open(name, encoding="utf-8")  # noqa: SIM115 - closed by the with below
+        return name, open(name, encoding="utf-8")  # the caller closes it
     except FileNotFoundError:
         raise InputError(f"there is no export file {name}; check the path") from None
     except OSError as exc:
         raise InputError(f"cannot read the export file {name}: {exc.strerror or exc}") from None
-    with fh:
-        return _import_lines(store, fh, name, batch_size, show_progress)
 
 
 def _import_lines(
@@ -272,12 +278,10 @@ def check_export_file(path: str | os.PathLike[str]) -> None:
 
     Checked before a store is opened for an import, so that a wrong file never leaves an
     empty store behind; only the lines up to the header are read."""
-    name = str(Path(path).expanduser())
+    name, fh = _open_export(path)
     try:
-        with open(name, encoding="utf-8") as fh:
+        with fh:
             first = next((line for line in fh if line.strip()), None)
-    except FileNotFoundError:
-        raise InputError(f"there is no export file {name}; check the path") from None
     except UnicodeDecodeError:
         raise InputError(f"{name} is not UTF-8 text: it is not a triple store export") from None
     except OSError as exc:
