@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from neocorrag_core.cli_index import at_least_one
 from neocorrag_core.graph import normalize_entity
 from neocorrag_core.types import Passage, Triple
 
@@ -165,19 +166,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--openie", default=str(SHARED / "musique/hipporag_musique_train_openie_gpt35.json")
     )
     parser.add_argument("--dev-questions", type=int, default=20)
-    parser.add_argument("--max-questions", type=int, default=None, help="for every extractor")
-    parser.add_argument("--llm-questions", type=int, default=30)
-    parser.add_argument("--musique-passages", type=int, default=300, help="for spaCy")
-    parser.add_argument("--llm-musique-passages", type=int, default=30)
+    parser.add_argument(
+        "--max-questions", type=at_least_one, default=None, help="for every extractor"
+    )
+    parser.add_argument("--llm-questions", type=at_least_one, default=30)
+    parser.add_argument("--musique-passages", type=at_least_one, default=300, help="for spaCy")
+    parser.add_argument("--llm-musique-passages", type=at_least_one, default=30)
     parser.add_argument("--lm", default=None, help="LLM extractor model (default: bundled 0.5B)")
-    parser.add_argument("--llm-batch-size", type=int, default=4)
+    parser.add_argument("--llm-batch-size", type=at_least_one, default=4)
     parser.add_argument("--extractors", default="spacy,llm")
     parser.add_argument("--out", default=str(ROOT / "docs" / "triples_bench.md"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
 
-    questions = load_2wiki(Path(args.wiki), args.dev_questions)[: args.max_questions]
-    musique = load_musique_openie(Path(args.openie), args.musique_passages)
+    try:
+        questions = load_2wiki(Path(args.wiki), args.dev_questions)[: args.max_questions]
+        musique = load_musique_openie(Path(args.openie), args.musique_passages)
+    except (OSError, ValueError, KeyError) as exc:  # ValueError covers bad JSON
+        parser.error(f"cannot read the data ({type(exc).__name__}: {exc})")
     rows = []
     for kind in args.extractors.split(","):
         extractor = make_extractor(kind, args)

@@ -68,6 +68,32 @@ def measured_steps(record: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def load_records(paths: Sequence[Path], method: str) -> list[dict[str, Any]]:
+    """The ``method`` records of the ``results.json`` files ``paths``; ``ValueError`` naming
+    the file for one that is not an eval result, lacks the method, or holds records
+    without the per-step token counts a replay sums (not a controller's trajectory)."""
+    records: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            results = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not JSON ({exc})") from None
+        found = results.get("per_question", {}) if isinstance(results, dict) else {}
+        if method not in found:
+            raise ValueError(f"{path}: no {method!r} records (a results.json of neocorrag eval?)")
+        for record in found[method]:
+            trajectory = record.get("info", {}).get("trajectory")
+            if not isinstance(trajectory, list) or any(
+                "prompt_tokens" not in step or "generated_tokens" not in step for step in trajectory
+            ):
+                raise ValueError(
+                    f"{path}: the {method!r} record of {record.get('qid')!r} has no "
+                    "trajectory with token counts (use --method with a controller method)"
+                )
+        records += found[method]
+    return records
+
+
 def recorded_diagnostics(values: dict[str, Any]) -> Diagnostics:
     """A trajectory step's ``diagnostics`` dict as the :class:`Diagnostics` it was.
 
@@ -134,10 +160,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.prior_value
         else AnswerabilityCalibrator.load(args.after_search, shipped=AFTER_SEARCH_FILE)
     )
-    records = []
-    for path in args.results:
-        results = json.loads(path.read_text(encoding="utf-8"))
-        records += results["per_question"][args.method]
+    try:
+        records = load_records(args.results, args.method)
+    except (OSError, ValueError) as exc:  # the message names the file and what is wrong
+        print(f"replay_decisions.py: error: {exc}", file=sys.stderr)
+        return 2
     chosen = [
         r
         for r in records

@@ -8,6 +8,7 @@ matplotlib), imported on first use.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from neocorrag_integrations.metadata_keys import (
     RETRIEVAL_RANK,
 )
 
+_DOC_NODE = re.compile(r"doc \d+")
 # Document colours by status; entity nodes are drawn white.
 STATUS_COLORS = {
     "chain": "#4caf50",
@@ -41,11 +43,13 @@ STATUS_LABELS = {
 def evidence_graph(refined: Sequence[Any], retrieved: Sequence[Any] | None = None) -> Any:
     """A ``networkx.MultiDiGraph`` of one refined output.
 
-    Entity nodes (``kind="entity"``) are joined by one ``kind="fact"`` edge per chain
-    triple (``relation``, ``chains``: chain numbers, ``ranks``: source documents). Document
-    nodes are named ``"doc <rank>"`` (``kind="document"``, ``status``: ``"chain"``,
-    ``"top_n"`` or ``"dropped"``, ``title``) with a ``kind="source"`` edge to the subject
-    of each fact they supplied (``fact``: the triple). ``retrieved`` (the input, in
+    Entity nodes (``kind="entity"``, ``name``) are joined by one ``kind="fact"`` edge per
+    chain triple (``relation``, ``chains``: chain numbers, ``ranks``: source documents); an
+    entity is its own name, or ``"<name> (entity)"`` when that name is also a document
+    node's. Document nodes are named ``"doc <rank>"`` (``kind="document"``, ``status``:
+    ``"chain"``, ``"top_n"`` or ``"dropped"``, ``title``) with a ``kind="source"`` edge to
+    the subject of each fact they supplied (``fact``: the triple; ``to``: the fact's
+    subject and object nodes). ``retrieved`` (the input, in
     retrieval order) gives the dropped documents their titles.
     """
     import networkx as nx
@@ -71,9 +75,10 @@ def evidence_graph(refined: Sequence[Any], retrieved: Sequence[Any] | None = Non
             fact = facts.setdefault(key, {"chains": [], "ranks": triple["source_ranks"]})
             fact["chains"].append(chain["number"])
     for (subject, relation, obj), fact in facts.items():
-        graph.add_node(subject, kind="entity")
-        graph.add_node(obj, kind="entity")
-        graph.add_edge(subject, obj, kind="fact", relation=relation, **fact)
+        s_node, o_node = _entity_node(subject), _entity_node(obj)
+        graph.add_node(s_node, kind="entity", name=subject)
+        graph.add_node(o_node, kind="entity", name=obj)
+        graph.add_edge(s_node, o_node, kind="fact", relation=relation, **fact)
         for rank in fact["ranks"]:
             node = f"doc {rank}"
             if node not in graph:
@@ -85,8 +90,16 @@ def evidence_graph(refined: Sequence[Any], retrieved: Sequence[Any] | None = Non
                     else f"document {rank}"
                 )
                 graph.add_node(node, kind="document", status="dropped", title=title)
-            graph.add_edge(node, subject, kind="source", fact=(subject, relation, obj))
+            graph.add_edge(
+                node, s_node, kind="source", fact=(subject, relation, obj), to=(s_node, o_node)
+            )
     return graph
+
+
+def _entity_node(name: str) -> str:
+    """The node of an entity: its name, unless that is a document node's name ("doc 2"),
+    which would merge the entity into the document; then ``"doc 2 (entity)"``."""
+    return f"{name} (entity)" if _DOC_NODE.fullmatch(name) else name
 
 
 def _pair_labels(facts: Sequence[tuple[str, str, dict[str, Any]]]) -> dict[tuple[str, str], str]:
@@ -139,7 +152,7 @@ def draw_evidence(
         pos[node] = (-1 + 2 * (i + 0.5) / len(documents), -0.45)
     for u, _, d in graph.edges(data=True):
         if d["kind"] == "source":
-            subject, _, obj = d["fact"]
+            subject, obj = d["to"]
             middle = [(pos[subject][k] + pos[obj][k]) / 2 for k in (0, 1)]
             ax.plot(*zip(pos[u], middle, strict=True), ":", color="gray", linewidth=1, zorder=0)
     nx.draw_networkx_edges(
@@ -170,7 +183,7 @@ def draw_evidence(
         node_size=2200,
         ax=ax,
     )
-    labels = {n: _wrap(n) for n in entities}
+    labels = {n: _wrap(graph.nodes[n]["name"]) for n in entities}
     labels.update({n: f"{n}\n{_wrap(graph.nodes[n]['title'], 12)}" for n in documents})
     nx.draw_networkx_labels(graph, pos, labels=labels, font_size=7, ax=ax)
     handles = [

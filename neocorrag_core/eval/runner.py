@@ -167,9 +167,21 @@ class EvalSettings:
         # replay matches) from another working directory or machine.
         for key in ("data", "corpus", "triples"):
             signature[key] = file_identity(signature[key])
+        if self.triples == "spacy":
+            signature["triples"] = spacy_identity()
         if self.contexts_from is not None:
             signature["contexts_from"] = Path(self.contexts_from).name
         return signature
+
+
+def spacy_identity() -> str:
+    """``--triples spacy`` in run.json: ``spacy`` for the extractor's rules version 1 (what
+    every run.json before version 2 says), ``spacy rules v<N>`` after, so a run resumed
+    after the rules change is refused rather than mixed with records of the old rules."""
+    from neocorrag_core.triples.spacy_extractor import SpacyTripleExtractor
+
+    version = SpacyTripleExtractor.version
+    return "spacy" if version == "1" else f"spacy rules v{version}"
 
 
 def file_identity(value: str | None) -> str | None:

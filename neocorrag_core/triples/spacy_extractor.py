@@ -10,12 +10,14 @@ Rules, in the order they run over each sentence:
   "X is the son of Y" -> ``(X, son of, Y)``;
 * possessives: "His father was Y" / "Z's wife was Y" -> ``(owner, father, Y)``;
 * the life-dates parenthesis of encyclopedic leads: "X (1 May 1900 – 2 June 1980)"
-  -> born / died, "X (born 1966 in Montreal, Quebec)" -> born / born in.
+  -> born / died, "X (born 1966 in Montreal, Quebec)" -> born / born in; the dates are
+  the title's after the lead's subject, else those of the person named right before them.
 
 Named entities are kept whole. In a titled passage, pronouns, "the film"-style
 references to the lead noun, and mentions that are part of the title resolve to the
 title (without a Wikipedia qualifier such as "(2017 film)"), which links the facts of
-a passage to the entity it is about.
+a passage to the entity it is about; a longer name that goes on past the title ("Jack
+London" in the "London" passage) is another entity.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ _MODIFIER_DEPS = {"compound", "amod", "nummod", "nmod", "quantmod", "poss", "cas
 _PRONOUNS = {"he", "she", "it", "they", "him", "her", "them", "his", "its", "their", "hers"}
 _SKIP_OBJECT_POS = {"PRON", "DET", "ADP", "CCONJ", "PUNCT", "SCONJ", "PART"}
 _NAME_LABELS = {"PERSON", "ORG", "GPE", "WORK_OF_ART", "NORP", "FAC", "LOC", "EVENT"}
+_NAME_SUFFIXES = {"jr", "sr", "ii", "iii", "iv", "v", "vi"}
 _QUOTES = "\"'“”‘’`«»"
 
 _MONTH = (
@@ -68,13 +71,18 @@ class _Context:
 
     title: str
     title_tokens: frozenset[str]
+    title_words: tuple[str, ...] = ()
     lead_nouns: set[str] = field(default_factory=set)
     lead_subject: int = -1
     triples: list[Triple] = field(default_factory=list)
 
 
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(re.findall(r"\w+", normalize_entity(text)))
+
+
 def _tokens(text: str) -> frozenset[str]:
-    return frozenset(re.findall(r"\w+", normalize_entity(text)))
+    return frozenset(_words(text))
 
 
 class SpacyTripleExtractor:
@@ -93,7 +101,10 @@ class SpacyTripleExtractor:
     first use and is cached on the instance.
     """
 
-    version = "1"
+    version = "2"
+    """Rules version (part of the store key). 2 (2026-12-05): life dates go to the person
+    named before the parenthesis, not always to the title; a longer name that contains a
+    one-word title, or ends past a longer one, is no longer the title."""
 
     def __init__(
         self,
@@ -217,7 +228,7 @@ def _missing_pipeline(name: str) -> Exception:
 
 def extract_from_doc(doc: Any, title: str = "") -> list[Triple]:
     """Raw triples of one parsed document (``title`` = the entity the passage is about)."""
-    ctx = _Context(title=title, title_tokens=_tokens(title) if title else frozenset())
+    ctx = _Context(title=title, title_tokens=_tokens(title), title_words=_words(title))
     ents = {tok.i: ent for ent in doc.ents for tok in ent}
     sentences = list(doc.sents)
     if title and sentences:
@@ -286,12 +297,32 @@ def _phrase(tok: Any, ents: dict[int, Any], ctx: _Context) -> str | None:
     text = re.sub(r"^(?:the|a|an)\s+", "", text, flags=re.IGNORECASE) if text else text
     if not text or not re.search(r"\w", text):
         return None
-    if ctx.title_tokens and (tok.pos_ == "PROPN" or tok.ent_type_):
-        toks = _tokens(text)
-        # "Levy" or "Shawn Adam Levy" in the "Shawn Levy" passage
-        if toks and (toks <= ctx.title_tokens or ctx.title_tokens <= toks):
-            return ctx.title
+    if ctx.title_tokens and (tok.pos_ == "PROPN" or tok.ent_type_) and _names_title(text, ctx):
+        return ctx.title
     return text
+
+
+def _names_title(text: str, ctx: _Context) -> bool:
+    """``text`` is a part of the title ("Levy" in the "Shawn Levy" passage), or a title of
+    two or more words with words added before or inside it ("Shawn Adam Levy", "Benjamin
+    Ben Pakulski") or a generational suffix ("Silas Daniels III"). A longer name that ends
+    past the title is another entity: "Jack London" in the "London" passage (a one-word
+    title is only ever itself), "New York Yankees" in the "New York" one. Version 1 of the
+    extractor resolved every superset to the title."""
+    words = _words(text)
+    if not words:
+        return False
+    if set(words) <= ctx.title_tokens:
+        return True
+    title = ctx.title_words
+    if len(title) < 2:
+        return False
+    while len(words) > len(title) and words[-1] in _NAME_SUFFIXES:
+        words = words[:-1]
+    if words[-1] != title[-1]:
+        return False
+    rest = iter(words)
+    return all(word in rest for word in title)  # the title's words in order
 
 
 def _refers_to_title(tok: Any, ents: dict[int, Any], ctx: _Context) -> bool:
@@ -419,24 +450,54 @@ def _appos_triple(tok: Any, ents: dict[int, Any], ctx: _Context) -> None:
         _add(ctx, head, "is", _phrase(obj, ents, ctx))
 
 
+def _dated_subject(
+    paren: Any, ents: dict[int, Any], ctx: _Context, *, lead_dated: bool
+) -> str | None:
+    """Whose life dates the parenthesis opened at ``paren`` gives, or ``None``.
+
+    A person named right before it, after the main verb of the lead sentence, is that
+    person ("Casablanca is a film directed by Michael Curtiz (1886 – 1962)": Curtiz's).
+    In a titled passage's lead sentence, a parenthesis before the main verb follows the
+    lead subject however it is spelled ("Arthur John Hope, known as AJ (1875 – 1960)
+    was"), and so is the title's, unless the name before it is an event or a date
+    ("World War II (1939 – 1945) was"); after the main verb, only the first dated
+    parenthesis, and only after a word with no entity label or a name of the title (spaCy
+    misplaces the root of long leads; "King of Poland (1492 – 1501)" is a reign, "the 42nd
+    President of the United States (1993 – 2001)" a term). Elsewhere only a person named
+    right before it has life dates. ``lead_dated``: an earlier parenthesis of the lead
+    sentence held a date. Version 1 of the extractor gave every lead parenthesis to the
+    title. (spaCy's small model labels many people ORG, so the label is trusted only
+    where it says "person" or "event".)"""
+    before = paren.doc[paren.i - 1]
+    ent = ents.get(before.i)
+    label = ent.label_ if ent is not None else ""
+    name = _phrase(ent.root, ents, ctx) if ent is not None and label == "PERSON" else None
+    sent = paren.sent
+    if ctx.title and sent.start == 0:
+        if paren.i < sent.root.i:
+            return None if label in ("EVENT", "DATE") else ctx.title
+        if name is not None and name != ctx.title:
+            return name
+        if not lead_dated and (label == "" or name == ctx.title):
+            return ctx.title
+        return None
+    return name
+
+
 def _life_dates(doc: Any, ents: dict[int, Any], ctx: _Context) -> None:
     """Birth/death dates and birthplace from "Name (… – …)" parentheses after a name."""
+    lead_dated = False
     for tok in doc:
         if tok.text != "(" or tok.i == 0:
             continue
         close = next((t for t in doc[tok.i + 1 : tok.i + 40] if t.text == ")"), None)
         if close is None:
             continue
-        before = doc[tok.i - 1]
-        first_sentence = tok.sent.start == 0
-        subject: str | None
-        if first_sentence and ctx.title:
-            subject = ctx.title
-        elif before.ent_type_ == "PERSON" and before.i in ents:
-            subject = _phrase(before, ents, ctx)
-        else:
-            continue
         inner = doc[tok.i + 1 : close.i].text
+        subject = _dated_subject(tok, ents, ctx, lead_dated=lead_dated)
+        lead_dated = lead_dated or (tok.sent.start == 0 and _DATE.search(inner) is not None)
+        if subject is None:
+            continue
         sides = _RANGE_SPLIT.split(inner, maxsplit=1)
         born_date = _DATE.search(sides[0])
         if len(sides) == 2:

@@ -448,3 +448,19 @@ def test_reader_none_refuses_methods_that_answer_by_themselves(tmp_path):
         EvalSettings(
             data="x", out=str(tmp_path), methods=("none", "closed-book", "iterative"), reader="none"
         )
+
+
+def test_spacy_triples_of_another_rules_version_are_not_resumed(tmp_path):
+    from neocorrag_core.eval.runner import check_signature, write_signature
+    from neocorrag_core.triples.spacy_extractor import SpacyTripleExtractor
+
+    settings = EvalSettings(data="x", out=str(tmp_path), methods=("none",), triples="spacy")
+    assert settings.signature()["triples"] == f"spacy rules v{SpacyTripleExtractor.version}"
+    write_signature(tmp_path, settings)
+    assert check_signature(tmp_path, settings) is False  # same rules: resumes
+    # A run.json from before rules version 2 says plain "spacy": its records were made
+    # with the old rules, so resuming it is refused rather than mixed.
+    stored = json.loads((tmp_path / "run.json").read_text())
+    (tmp_path / "run.json").write_text(json.dumps({**stored, "triples": "spacy"}))
+    with pytest.raises(ValueError, match="triples"):
+        check_signature(tmp_path, settings)

@@ -77,6 +77,58 @@ def test_life_dates_and_birthplace_of_an_encyclopedic_lead(extractor) -> None:
     assert ("Denys Desjardins", "born in", "Montreal, Quebec") in got
 
 
+def test_life_dates_go_to_the_person_named_before_them(extractor) -> None:
+    # Rules version 2: version 1 gave every lead parenthesis to the title.
+    got = keys(
+        extractor,
+        "Casablanca is a 1942 American film directed by Michael Curtiz (1886 – 1962).",
+        title="Casablanca",
+    )
+    assert {("Michael Curtiz", "born", "1886"), ("Michael Curtiz", "died", "1962")} <= got
+    assert not {k for k in got if k[0] == "Casablanca" and k[1] in ("born", "died")}
+    # A reign after the main verb is not a life; the lead's own parenthesis still is.
+    got = keys(
+        extractor,
+        "Lothair II (835 – 8 August 869) was the king of Lotharingia (855 – 869).",
+        title="Lothair II",
+    )
+    assert {k for k in got if k[1] in ("born", "died")} == {
+        ("Lothair II", "born", "835"),
+        ("Lothair II", "died", "8 August 869"),
+    }
+    # An alias of the title before the parenthesis still dates the title.
+    got = keys(
+        extractor,
+        "Johann Hulsman, or Hans Holsman (1610 – 1652), was a German Baroque painter.",
+        title="Johann Hulsman",
+    )
+    assert {("Johann Hulsman", "born", "1610"), ("Johann Hulsman", "died", "1652")} <= got
+
+
+def test_an_event_has_no_birth_or_death(extractor) -> None:
+    got = keys(
+        extractor,
+        "World War II (1939 – 1945) was a global war that involved most nations.",
+        title="World War II",
+    )
+    assert not {k for k in got if k[1] in ("born", "died")}
+    assert ("World War II", "is", "global war") in got
+
+
+def test_a_longer_name_containing_the_title_is_another_entity(extractor) -> None:
+    got = keys(extractor, "London is the capital of England. Jack London wrote a novel.", "London")
+    assert ("Jack London", "wrote", "novel") in got
+    assert not {k for k in got if k[:2] == ("London", "wrote")}
+    text = "New York is a city in the United States. The New York Yankees play in the Bronx."
+    got = keys(extractor, text, title="New York")
+    assert ("New York Yankees", "play in", "Bronx") in got
+    # Words inside a longer title, or a generational suffix, still name the title.
+    text = "Shawn Levy is a Canadian film director. Shawn Adam Levy directed Free Guy."
+    assert ("Shawn Levy", "directed", "Free Guy") in keys(extractor, text, title="Shawn Levy")
+    text = "Silas Daniels is a football player. Silas Daniels III signed with the Ravens."
+    assert ("Silas Daniels", "signed with", "Ravens") in keys(extractor, text, "Silas Daniels")
+
+
 def test_title_resolves_pronouns_and_references(extractor) -> None:
     text = (
         "Shawn Adam Levy is a Canadian film director. He directed Free Guy. "

@@ -82,3 +82,24 @@ def test_two_relations_between_one_pair_share_one_label():
         ("B", "C", {"relation": "r1"}),
     ]
     assert _pair_labels(facts) == {("A", "B"): "r1 / r2", ("B", "C"): "r1"}
+
+
+def test_an_entity_named_like_a_document_stays_an_entity():
+    import copy
+
+    from neocorrag_integrations.metadata_keys import CHAINS, IS_EVIDENCE_CHAINS
+
+    refined, retrieved = refined_langchain(top_n=1, beam_width=1)
+    refined = copy.deepcopy(refined)
+    chain_doc = next(d for d in refined if d.metadata.get(IS_EVIDENCE_CHAINS))
+    for chain in chain_doc.metadata[CHAINS]:
+        for triple in chain["triples"]:
+            if triple["object"] == "Stanley":
+                triple["object"] = "doc 1"  # an entity whose name is a document node's
+    graph = evidence_graph(refined, retrieved)
+    assert graph.nodes["doc 1"]["kind"] == "document"
+    assert graph.nodes["doc 1 (entity)"] == {"kind": "entity", "name": "doc 1"}
+    facts = {(u, v) for u, v, d in graph.edges(data=True) if d["kind"] == "fact"}
+    assert ("Mountrail County", "doc 1 (entity)") in facts
+    ax = draw_evidence(refined, retrieved)
+    assert "doc 1" in {t.get_text() for t in ax.texts}
