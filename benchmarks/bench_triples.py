@@ -156,6 +156,17 @@ def make_extractor(kind: str, args: argparse.Namespace) -> Any:
     return LLMTripleExtractor(args.lm, batch_size=args.llm_batch_size)
 
 
+def at_least_zero(text: str) -> int:
+    """An argparse type: a whole number >= 0 (0 excludes no development questions)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be at least 0")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and write the markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -165,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--openie", default=str(SHARED / "musique/hipporag_musique_train_openie_gpt35.json")
     )
-    parser.add_argument("--dev-questions", type=int, default=20)
+    parser.add_argument("--dev-questions", type=at_least_zero, default=20)
     parser.add_argument(
         "--max-questions", type=at_least_one, default=None, help="for every extractor"
     )
@@ -182,7 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         questions = load_2wiki(Path(args.wiki), args.dev_questions)[: args.max_questions]
         musique = load_musique_openie(Path(args.openie), args.musique_passages)
-    except (OSError, ValueError, KeyError) as exc:  # ValueError covers bad JSON
+    # ValueError covers bad JSON; KeyError, TypeError and AttributeError JSON of another shape.
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         parser.error(f"cannot read the data ({type(exc).__name__}: {exc})")
     rows = []
     for kind in args.extractors.split(","):

@@ -270,11 +270,14 @@ def check_signature(out: Path, settings: EvalSettings) -> bool:
         stored = read_json_or_lines(path, what="eval settings file")
         # A setting an older run.json lacks had its default there (see _stored).
         changed = sorted(
-            k for k, v in json.loads(json.dumps(wanted)).items() if _stored(stored, k) != v
+            (k, _stored(stored, k), v)
+            for k, v in json.loads(json.dumps(wanted)).items()
+            if _stored(stored, k) != v
         )
         if changed:
+            said = ", ".join(f"{k}: {old!r} there, {new!r} now" for k, old, new in changed)
             raise ValueError(
-                f"{out} holds results of a run with other settings ({', '.join(changed)}); "
+                f"{out} holds results of a run with other settings ({said}); "
                 "use another --out, or delete the folder to start over"
             )
         return False

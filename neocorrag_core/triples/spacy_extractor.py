@@ -309,7 +309,9 @@ def _names_title(text: str, ctx: _Context) -> bool:
     past the title is another entity: "Jack London" in the "London" passage (a one-word
     title is only ever itself), "New York Yankees" in the "New York" one. Version 1 of the
     extractor resolved every superset to the title."""
-    words = _words(text)
+    # spaCy's entities often run on into a following parenthesis ("Bleddyn ap Cynfyn (Old
+    # Welsh"): only the words before it are the name.
+    words = _words(text.split("(", 1)[0]) or _words(text)
     if not words:
         return False
     if set(words) <= ctx.title_tokens:
@@ -317,7 +319,7 @@ def _names_title(text: str, ctx: _Context) -> bool:
     title = ctx.title_words
     if len(title) < 2:
         return False
-    while len(words) > len(title) and words[-1] in _NAME_SUFFIXES:
+    while len(words) > len(title) and words[-1] != title[-1] and words[-1] in _NAME_SUFFIXES:
         words = words[:-1]
     if words[-1] != title[-1]:
         return False
@@ -470,6 +472,8 @@ def _dated_subject(
     where it says "person" or "event".)"""
     before = paren.doc[paren.i - 1]
     ent = ents.get(before.i)
+    if ent is not None and ent.end != paren.i:
+        ent = None  # an entity that runs on into the parenthesis names nobody reliably
     label = ent.label_ if ent is not None else ""
     name = _phrase(ent.root, ents, ctx) if ent is not None and label == "PERSON" else None
     sent = paren.sent
@@ -478,6 +482,13 @@ def _dated_subject(
             return None if label in ("EVENT", "DATE") else ctx.title
         if name is not None and name != ctx.title:
             return name
+        if not lead_dated and not any(
+            t.pos_ in ("VERB", "AUX") for t in sent[: paren.i - sent.start]
+        ):
+            # The first one, with no verb before it: spaCy cut the lead inside the
+            # parenthesis ("Jean-Luc Vandenbroucke (born 31 | May 1955 in Mouscron) is"),
+            # so the root it found is the name itself.
+            return None if label in ("EVENT", "DATE") else ctx.title
         if not lead_dated and (label == "" or name == ctx.title):
             return ctx.title
         return None

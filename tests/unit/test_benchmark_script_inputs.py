@@ -24,9 +24,13 @@ def script(name: str) -> ModuleType:
 
 def test_bench_triples_names_a_missing_data_file_and_a_bad_count(tmp_path, capsys) -> None:
     bench = script("bench_triples")
+    wrong_shape = tmp_path / "list.jsonl"
+    wrong_shape.write_text("[1, 2]\n")  # JSON, but rows that are not objects
     cases = (
         (["--wiki", str(tmp_path / "no.jsonl")], "cannot read the data (FileNotFoundError"),
         (["--max-questions", "0"], "argument --max-questions: must be at least 1"),
+        (["--dev-questions", "-1"], "argument --dev-questions: must be at least 0"),
+        (["--wiki", str(wrong_shape)], "cannot read the data (AttributeError"),
     )
     for argv, message in cases:
         with pytest.raises(SystemExit) as exit_info:

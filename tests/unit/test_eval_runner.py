@@ -462,5 +462,5 @@ def test_spacy_triples_of_another_rules_version_are_not_resumed(tmp_path):
     # with the old rules, so resuming it is refused rather than mixed.
     stored = json.loads((tmp_path / "run.json").read_text())
     (tmp_path / "run.json").write_text(json.dumps({**stored, "triples": "spacy"}))
-    with pytest.raises(ValueError, match="triples"):
+    with pytest.raises(ValueError, match="triples: 'spacy' there, 'spacy rules v"):
         check_signature(tmp_path, settings)

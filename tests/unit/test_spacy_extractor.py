@@ -105,6 +105,24 @@ def test_life_dates_go_to_the_person_named_before_them(extractor) -> None:
     assert {("Johann Hulsman", "born", "1610"), ("Johann Hulsman", "died", "1652")} <= got
 
 
+def test_a_lead_cut_inside_its_parenthesis_still_dates_the_title(extractor) -> None:
+    # spaCy ends this lead's first sentence at "31", so its root is the name itself.
+    text = "Jean-Luc Vandenbroucke (born 31 May 1955 in Mouscron) is a Belgian former racer."
+    got = keys(extractor, text, title="Jean-Luc Vandenbroucke")
+    assert ("Jean-Luc Vandenbroucke", "born", "31 May 1955") in got
+    # Only the first parenthesis: the later ones of a verbless lead are other people's.
+    text = (
+        "Hellenistic Geometers such as Archimedes (c. 287 – 212 BC), Apollonius of Perga "
+        "(c. 262 – c. 190 BC), and Euclid (c. 325 – 265 BC), whose Elements became the "
+        "most important textbook."
+    )
+    got = keys(extractor, text, title="Hellenistic period")
+    assert {k for k in got if k[1] in ("born", "died")} == {
+        ("Archimedes", "born", "287"),
+        ("Archimedes", "died", "212 BC"),
+    }
+
+
 def test_an_event_has_no_birth_or_death(extractor) -> None:
     got = keys(
         extractor,
@@ -127,6 +145,14 @@ def test_a_longer_name_containing_the_title_is_another_entity(extractor) -> None
     assert ("Shawn Levy", "directed", "Free Guy") in keys(extractor, text, title="Shawn Levy")
     text = "Silas Daniels is a football player. Silas Daniels III signed with the Ravens."
     assert ("Silas Daniels", "signed with", "Ravens") in keys(extractor, text, "Silas Daniels")
+    # A title ending in a suffix keeps it; "King Henry V" is still the title.
+    text = "Henry V was King of England. King Henry V invaded France in 1415."
+    assert ("Henry V", "invaded", "France") in keys(extractor, text, title="Henry V")
+    # An entity that spaCy runs on into a parenthesis is still the title it starts with.
+    text = 'Bleddyn ap Cynfyn (Old Welsh: "Bledynt uab Kynwyn" ; 1073) was a Welsh king.'
+    got = keys(extractor, text, title="Bleddyn ap Cynfyn")
+    assert ("Bleddyn ap Cynfyn", "is", "Welsh king") in got
+    assert not {k for k in got if "(" in k[0]}
 
 
 def test_title_resolves_pronouns_and_references(extractor) -> None:
