@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from neocorrag_core.cli_index import at_least_one
+from neocorrag_core.cli_index import at_least_one, at_least_zero
 from neocorrag_core.graph import normalize_entity
 from neocorrag_core.types import Passage, Triple
 
@@ -154,17 +154,6 @@ def make_extractor(kind: str, args: argparse.Namespace) -> Any:
     from neocorrag_core.triples.llm_extractor import LLMTripleExtractor
 
     return LLMTripleExtractor(args.lm, batch_size=args.llm_batch_size)
-
-
-def at_least_zero(text: str) -> int:
-    """An argparse type: a whole number >= 0 (0 excludes no development questions)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be at least 0")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -126,12 +126,22 @@ def run_index(args: argparse.Namespace) -> int:
 
 def at_least_one(text: str) -> int:
     """argparse type of a count option: a whole number of at least 1."""
+    return whole_number(text, minimum=1)
+
+
+def at_least_zero(text: str) -> int:
+    """argparse type of a count option where 0 means none: a whole number of at least 0."""
+    return whole_number(text, minimum=0)
+
+
+def whole_number(text: str, *, minimum: int) -> int:
+    """``text`` as an int of at least ``minimum``, or ``argparse.ArgumentTypeError``."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
     return value
 
 
