@@ -34,6 +34,27 @@ def _tokens(text: str) -> list[str]:
     return [t.rstrip(".'’") or t for t in tokens]
 
 
+def cased(text: str) -> bool:
+    """Whether capitals in ``text`` can mark names: it has capital and lower-case letters."""
+    return any(ch.isupper() for ch in text) and any(ch.islower() for ch in text)
+
+
+def question_spans(question: str) -> list[str]:
+    """:func:`capitalized_spans` of a question, but none for one typed ALL IN CAPITALS
+    ("WHO DIRECTED TITANIC" would be one "name" of all but its first word) unless it is a
+    single word ("NASA"): its case marks no names (as in a question typed all in lower
+    case, which has no capitalised span to begin with)."""
+    if all_capitals(question):
+        return []
+    return capitalized_spans(question)
+
+
+def all_capitals(text: str) -> bool:
+    """Whether ``text`` is several words typed ALL IN CAPITALS (its case marks nothing)."""
+    upper = any(ch.isupper() for ch in text) and not any(ch.islower() for ch in text)
+    return upper and len(_tokens(text)) > 1
+
+
 def capitalized_spans(query: str) -> list[str]:
     """Runs of capitalized words and numbers ("Van Hook Township", "1962"), in order."""
     spans: list[str] = []
@@ -84,7 +105,7 @@ def ngram_entities(query: str, node_keys: Iterable[str]) -> list[str]:
                     taken[j] = True
     entities = [text for _, text in sorted(found)]
     matched = {normalize_entity(e) for e in entities}
-    for span in capitalized_spans(query):
+    for span in question_spans(query):
         key = normalize_entity(span)
         if key not in matched and not any(key in m or m in key for m in matched):
             entities.append(span)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from neocorrag_core.entities import all_capitals
+
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?", re.UNICODE)
 
 # Function words and question words: never a relation. Kept short and explicit so a
@@ -71,7 +73,10 @@ def _equivalents(word: str) -> set[str]:
 
 def relation_words(question: str) -> list[str]:
     """The question's lower-case content words in order, without repeats: what it asks
-    about, once the names are set aside."""
+    about, once the names are set aside. A question typed ALL IN CAPITALS is read as if
+    typed in lower case (its names then count too, as in a lower-case question)."""
+    if all_capitals(question):
+        question = question.lower()
     words: list[str] = []
     for match in _WORD.finditer(question):
         word = match.group(0)

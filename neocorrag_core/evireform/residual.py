@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from neocorrag_core.entities import capitalized_spans
+from neocorrag_core.entities import capitalized_spans, question_spans
 from neocorrag_core.graph import normalize_entity
 from neocorrag_core.prompt_budget import Clip, PieceKind
 from neocorrag_core.types import Passage
@@ -302,7 +302,7 @@ def unfound_question_entities(
         return []
     first_word = match_key(question).split()[:1]
     found: list[str] = []
-    for span in capitalized_spans(question):
+    for span in question_spans(question):
         key = match_key(span)
         if not is_name_key(key) or key.split() == first_word:
             continue
@@ -319,7 +319,8 @@ def names_in_lower_case(question: str, passages: Sequence[Passage]) -> list[str]
     without capitals names ("where was the director of film x born?" names "Film X"), in
     passage order. They stand in for the question's own names, so that a stray passage
     saying "directors" still cannot supply the bridge; function words, numbers and dates
-    never count. (Only for a question with no capital at all: one whose names are all
+    never count; a question typed ALL IN CAPITALS is matched the same way. (Only for a
+    question whose case marks no names: one whose names are all
     lower-case words, "When did the state whose official sport is jousting ...", would
     take any capitalised "Sport" of a passage as its name.)"""
     question_key = f" {match_key(question)} "

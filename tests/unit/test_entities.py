@@ -33,3 +33,15 @@ def test_ngram_entities_fall_back_to_content_words():
 def test_extractor_rejects_unknown_mode():
     with pytest.raises(ValueError, match="mode"):
         QueryEntityExtractor("llm")
+
+
+def test_a_question_in_capitals_gives_no_capitalised_names():
+    from neocorrag_core.entities import all_capitals, question_spans
+
+    assert all_capitals("WHO DIRECTED TITANIC?") and not all_capitals("NASA")
+    assert question_spans("WHO DIRECTED TITANIC?") == []  # was ["DIRECTED TITANIC"]
+    assert question_spans("NASA") == ["NASA"]
+    assert question_spans("Who founded NASA?") == ["NASA"]
+    # The graph's names are still found by their words, and no spurious span is added.
+    nodes = {"titanic", "james cameron"}
+    assert ngram_entities("WHO DIRECTED TITANIC?", nodes) == ["TITANIC"]

@@ -120,6 +120,8 @@ def test_a_lower_case_question_takes_its_bridges_from_the_names_it_gives(bow_emb
     assert queries("Where was the director of Film X born?") == ["Jane Roe born"]
     # no "Film Y0 born": a look-alike saying "directors" is not where the chain hangs
     assert queries("where was the director of film x born?") == ["Jane Roe born"]
+    # A question typed in capitals is read like one typed in lower case.
+    assert queries("WHERE WAS THE DIRECTOR OF FILM X BORN?") == ["Jane Roe born"]
 
 
 def test_relation_sentences_order_names_after_the_relation_word_first():
