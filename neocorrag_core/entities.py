@@ -34,11 +34,6 @@ def _tokens(text: str) -> list[str]:
     return [t.rstrip(".'’") or t for t in tokens]
 
 
-def cased(text: str) -> bool:
-    """Whether capitals in ``text`` can mark names: it has capital and lower-case letters."""
-    return any(ch.isupper() for ch in text) and any(ch.islower() for ch in text)
-
-
 def question_spans(question: str) -> list[str]:
     """:func:`capitalized_spans` of a question, but none for one typed ALL IN CAPITALS
     ("WHO DIRECTED TITANIC" would be one "name" of all but its first word) unless it is a

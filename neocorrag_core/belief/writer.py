@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from neocorrag_core.entities import question_spans
+from neocorrag_core.entities import capitalized_spans, question_spans
 from neocorrag_core.evireform.propositions import build_propositions, relation_sentences
 from neocorrag_core.evireform.relations import open_relation_words, qualify, relation_words
 from neocorrag_core.evireform.residual import (
@@ -184,7 +184,7 @@ def relation_first_evidence(
         [-min((rank.get(pid, last) for pid in p.passage_ids), default=last) for p in props],
         dtype=float,
     )
-    anchors = [span for text in (question, *asked) for span in question_spans(text)]
+    anchors = [*question_spans(question), *(s for text in asked for s in capitalized_spans(text))]
     order = evidence_order(question, props, passages, closeness, wanted=wanted, anchors=anchors)
     return [props[i] for i in order]
 
@@ -194,7 +194,7 @@ def fallback_rewrite(question: str, last_query: str, asked: Sequence[str]) -> st
     or the last query on its own (another needed fact), then the content words with a
     broadening word. Never an ``asked`` query."""
     content = _content_words(question)
-    candidates = [content, *question_spans(question), *question_spans(last_query)]
+    candidates = [content, *question_spans(question), *capitalized_spans(last_query)]
     candidates += [_content_words(last_query)]
     candidates += [f"{content} {extra}" for extra in ("background", "facts", "history")]
     found = first_new(candidates, asked)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from neocorrag_core.cost import Cost
-from neocorrag_core.entities import cased, question_spans
+from neocorrag_core.entities import all_capitals, question_spans
 from neocorrag_core.errors import InputError, RetrievalError
 from neocorrag_core.generation import chat_prompt_ids, greedy_generate, text_token_ids
 from neocorrag_core.models import LazyModels
@@ -348,7 +348,7 @@ class EvidenceReformulator:
         embedder = self.models.embedder
         vecs = embedder.embed([state.question, *(p.text for p in candidates)])
         named = question_spans(state.question)
-        if not cased(state.question):  # all lower case or ALL CAPITALS
+        if all_capitals(state.question) or not any(ch.isupper() for ch in state.question):
             named = names_in_lower_case(state.question, passages)
         anchors = [*named, *(q.bridge for q in state.queries)]
         order = evidence_order(
