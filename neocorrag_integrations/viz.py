@@ -48,8 +48,7 @@ def evidence_graph(refined: Sequence[Any], retrieved: Sequence[Any] | None = Non
     entity is its own name, or ``"<name> (entity)"`` when that name is also a document
     node's. Document nodes are named ``"doc <rank>"`` (``kind="document"``, ``status``:
     ``"chain"``, ``"top_n"`` or ``"dropped"``, ``title``) with a ``kind="source"`` edge to
-    the subject of each fact they supplied (``fact``: the triple; ``to``: the fact's
-    subject and object nodes). ``retrieved`` (the input, in
+    the subject of each fact they supplied (``fact``: the triple). ``retrieved`` (the input, in
     retrieval order) gives the dropped documents their titles.
     """
     import networkx as nx
@@ -90,9 +89,7 @@ def evidence_graph(refined: Sequence[Any], retrieved: Sequence[Any] | None = Non
                     else f"document {rank}"
                 )
                 graph.add_node(node, kind="document", status="dropped", title=title)
-            graph.add_edge(
-                node, s_node, kind="source", fact=(subject, relation, obj), to=(s_node, o_node)
-            )
+            graph.add_edge(node, s_node, kind="source", fact=(subject, relation, obj))
     return graph
 
 
@@ -150,9 +147,9 @@ def draw_evidence(
             pos[node] = (x, 0.35 + 0.65 * (y + 1) / 2)
     for i, node in enumerate(documents):
         pos[node] = (-1 + 2 * (i + 0.5) / len(documents), -0.45)
-    for u, _, d in graph.edges(data=True):
+    for u, subject, d in graph.edges(data=True):
         if d["kind"] == "source":
-            subject, obj = d["to"]
+            obj = _entity_node(d["fact"][2])
             middle = [(pos[subject][k] + pos[obj][k]) / 2 for k in (0, 1)]
             ax.plot(*zip(pos[u], middle, strict=True), ":", color="gray", linewidth=1, zorder=0)
     nx.draw_networkx_edges(

@@ -81,10 +81,6 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(re.findall(r"\w+", normalize_entity(text)))
 
 
-def _tokens(text: str) -> frozenset[str]:
-    return frozenset(_words(text))
-
-
 class SpacyTripleExtractor:
     """Fast triples from spaCy's parser and NER (no LLM); also a ``TripleSource``.
 
@@ -228,7 +224,8 @@ def _missing_pipeline(name: str) -> Exception:
 
 def extract_from_doc(doc: Any, title: str = "") -> list[Triple]:
     """Raw triples of one parsed document (``title`` = the entity the passage is about)."""
-    ctx = _Context(title=title, title_tokens=_tokens(title), title_words=_words(title))
+    words = _words(title)
+    ctx = _Context(title=title, title_tokens=frozenset(words), title_words=words)
     ents = {tok.i: ent for ent in doc.ents for tok in ent}
     sentences = list(doc.sents)
     if title and sentences:
@@ -469,7 +466,7 @@ def _dated_subject(
     right before it has life dates. ``lead_dated``: an earlier parenthesis of the lead
     sentence held a date. Version 1 of the extractor gave every lead parenthesis to the
     title. (spaCy's small model labels many people ORG, so the label is trusted only
-    where it says "person" or "event".)"""
+    where it says person, event or date.)"""
     before = paren.doc[paren.i - 1]
     ent = ents.get(before.i)
     if ent is not None and ent.end != paren.i:
@@ -478,8 +475,9 @@ def _dated_subject(
     name = _phrase(ent.root, ents, ctx) if ent is not None and label == "PERSON" else None
     sent = paren.sent
     if ctx.title and sent.start == 0:
+        title = None if label in ("EVENT", "DATE") else ctx.title
         if paren.i < sent.root.i:
-            return None if label in ("EVENT", "DATE") else ctx.title
+            return title
         if name is not None and name != ctx.title:
             return name
         if not lead_dated and not any(
@@ -488,7 +486,7 @@ def _dated_subject(
             # The first one, with no verb before it: spaCy cut the lead inside the
             # parenthesis ("Jean-Luc Vandenbroucke (born 31 | May 1955 in Mouscron) is"),
             # so the root it found is the name itself.
-            return None if label in ("EVENT", "DATE") else ctx.title
+            return title
         if not lead_dated and (label == "" or name == ctx.title):
             return ctx.title
         return None
