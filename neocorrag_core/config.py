@@ -119,11 +119,15 @@ class MinerConfig:
             entity, or that passage names its topic; see :mod:`neocorrag_core.links`);
             ``"balanced"`` is the same with top-N 1; ``"precise"`` (top-N 1) adds bridges
             only; ``"paper"`` is Eq. 8 as published: top-N 2 plus the passages a chosen
-            chain cites. Measured on the dev split, chain-cited passages added noise but
-            no gold passage the links had not kept already, so only ``"paper"`` keeps them
-            by default (docs/benchmarks.md, "Refinement that keeps the evidence"). When
-            the search finds no chain, the link modes keep one more passage by rank and
-            their links; ``"paper"`` passes everything through.
+            chain cites. For a question shaped like a comparison ("X or Y?", "Are X and
+            Y both ...?") with two or more passages titled after what it names,
+            ``"recall"`` and ``"balanced"`` keep only the top-1, those passages and the
+            passages they name (``refine_passages(comparison=...)``). Measured on the dev
+            split, chain-cited passages added noise but no gold passage the links had not
+            kept already, so only ``"paper"`` keeps them by default (docs/benchmarks.md,
+            "Refinement that keeps the evidence"). When the search finds no chain, the
+            link modes keep one more passage by rank and their links; ``"paper"`` passes
+            everything through.
         top_n: passages kept by retrieval rank alone; ``None`` (default) = the keep
             mode's (Table 5: 2).
         chain_support: keep the passages a chosen chain cites; ``None`` (default) = the

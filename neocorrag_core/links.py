@@ -50,6 +50,11 @@ class PassageLinks:
     """The passage is linked to an anchor passage (topic named there, or a shared entity)."""
     linked_to: tuple[int, ...] = ()
     """0-based positions of the anchor passages it is linked to."""
+    titled: bool = False
+    """Its topic is something the question names (a query entity, or a phrase of the
+    question); narrower than ``query_entity``, which a triple naming one also sets."""
+    named: bool = False
+    """An anchor passage's text names its topic (the narrower half of ``bridge``)."""
 
 
 def _without_qualifier(title: str) -> str:
@@ -130,23 +135,41 @@ def link_passages(
     texts = [normalize_entity(f"{p.title} . {p.text}") for p in passages]
     spread = Counter(e for es in entity_sets for e in es)
     hub_limit = max(2, int(_HUB_FRACTION * len(passages)))
-    about = [
-        bool(entity_sets[i] & wanted)
-        or topics[i] in wanted
-        or mentions(_without_longer(question, topics[i], wanted), topics[i])
+    titled = [
+        topics[i] in wanted or mentions(_without_longer(question, topics[i], wanted), topics[i])
         for i in range(len(passages))
     ]
+    about = [titled[i] or bool(entity_sets[i] & wanted) for i in range(len(passages))]
     anchors = [i for i in range(len(passages)) if i < anchors_top or about[i]]
     links: list[PassageLinks] = []
     for i in range(len(passages)):
         own = {e for e in entity_sets[i] - wanted if spread[e] <= hub_limit}
-        linked = tuple(
-            j
-            for j in anchors
-            if j != i and (mentions(texts[j], topics[i]) or bool(own & entity_sets[j]))
+        named = {j for j in anchors if j != i and mentions(texts[j], topics[i])}
+        linked = tuple(j for j in anchors if j in named or (j != i and own & entity_sets[j]))
+        links.append(
+            PassageLinks(topics[i], about[i], bool(linked), linked, titled[i], bool(named))
         )
-        links.append(PassageLinks(topics[i], about[i], bool(linked), linked))
     return links
 
 
-__all__ = ["PassageLinks", "entity_keys", "is_name", "link_passages", "mentions", "passage_topic"]
+_YES_NO_OPENERS = ("are", "were", "is", "was", "do", "does", "did")
+
+
+def is_comparison(query: str) -> bool:
+    """Whether ``query`` is shaped like a comparison: it offers alternatives (" or ") or
+    asks yes/no ("Are X and Y both ...?"). English-only, like the rest of the link rules;
+    :func:`~neocorrag_core.refine.refine_passages` also needs two passages titled after
+    what the question names before it treats the question as one."""
+    words = query.strip().lower().split()
+    return bool(words) and (words[0] in _YES_NO_OPENERS or "or" in words)
+
+
+__all__ = [
+    "PassageLinks",
+    "entity_keys",
+    "is_comparison",
+    "is_name",
+    "link_passages",
+    "mentions",
+    "passage_topic",
+]

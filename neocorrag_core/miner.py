@@ -16,7 +16,7 @@ from neocorrag_core.errors import InputError
 from neocorrag_core.focus import focus_kept
 from neocorrag_core.generation import text_token_ids
 from neocorrag_core.graph import EvidenceGraph
-from neocorrag_core.links import link_passages
+from neocorrag_core.links import is_comparison, link_passages
 from neocorrag_core.models import LazyModels
 from neocorrag_core.prompt_budget import PromptTooLongError, TokenClipper, fit_prompt, prompt_limit
 from neocorrag_core.refine import passthrough, refine_passages
@@ -173,6 +173,7 @@ class EvidenceChainMiner:
                     keep=config.keep,
                     links=links,
                     chain_support=config.keeps_chain_sources,
+                    comparison=is_comparison(query),
                 )
                 if not config.filter_passages:  # Table 2 ablation: chains added, nothing dropped
                     kept, dropped = passthrough(passages), []

@@ -51,11 +51,12 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
 """The miner's per-method config overrides."""
 
 
-MINER_OUTPUT_VERSION = "miner-2"
+MINER_OUTPUT_VERSION = "miner-3"
 """Bumped when a default of the miner changes what it hands the reader (a keep rule, the
 chain block), so the cached records of every miner method rerun; a new setting that is
 off by default needs no bump. ``miner-1``: the compact chain block; ``miner-2``: Latin
-accents folded in entity keys, link keep rules applied when no chain is found."""
+accents folded in entity keys, link keep rules applied when no chain is found;
+``miner-3``: comparison questions keep the compared passages (``refine_passages``)."""
 
 
 def method_version(name: str) -> str:

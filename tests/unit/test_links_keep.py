@@ -154,3 +154,74 @@ def test_config_dial_defaults_and_validation():
     assert MinerConfig(keep="recall", chain_support=True).keeps_chain_sources
     with pytest.raises(ValueError, match="keep must be one of"):
         MinerConfig(keep="all")  # type: ignore[arg-type]
+
+
+def test_comparison_questions_are_recognised_by_their_shape():
+    from neocorrag_core.links import is_comparison
+
+    assert is_comparison("Which magazine was started first, Arthur's Magazine or First for Women?")
+    assert is_comparison("Are Local H and For Against both from the United States?")
+    assert is_comparison("Did Bob and Ann study together?")
+    assert not is_comparison("In what county is the city where Harris W. Fawell was born?")
+    assert not is_comparison("Who directed Oregon?")  # "or" only inside a word
+    assert not is_comparison("")
+
+
+# "Which magazine was started first, Arthur's Magazine or First for Women?": the two
+# compared passages, one the first names (a bridge by name), one that only shares an
+# entity with an anchor, one that only names a query entity in a triple, one unrelated.
+MAGAZINES = [
+    Passage("m1", "Arthur's Magazine was published in Philadelphia.", "Arthur's Magazine"),
+    Passage("m2", "Godey's Lady's Book was a magazine in Philadelphia.", "Godey's Lady's Book"),
+    Passage("m3", "First for Women is a magazine by Bauer Media Group.", "First for Women"),
+    Passage("m4", "Bauer Media Group is a publisher.", "Bauer Media Group"),
+    Passage("m5", "Edgar Poe wrote for Arthur's Magazine.", "Edgar Poe"),
+    Passage("m6", "Tom lived in Philadelphia.", "Tom"),
+]
+MAGAZINE_TRIPLES = [
+    [T("Arthur's Magazine", "published in", "Philadelphia", "m1")],
+    [T("Godey's Lady's Book", "published in", "Philadelphia", "m2")],
+    [T("First for Women", "published by", "Bauer Media Group", "m3")],
+    [T("Bauer Media Group", "is", "publisher", "m4")],
+    [T("Edgar Poe", "wrote for", "Arthur's Magazine", "m5")],
+    [T("Tom", "lived in", "Boston", "m6")],
+]
+MAGAZINE_QUERY = "Which magazine was started first, Arthur's Magazine or First for Women?"
+MAGAZINE_ENTITIES = ["Arthur's Magazine", "First for Women"]
+
+
+def test_titled_and_named_are_the_narrow_halves_of_the_two_links():
+    links = link_passages(MAGAZINE_QUERY, MAGAZINE_ENTITIES, MAGAZINES, MAGAZINE_TRIPLES)
+    assert [link.titled for link in links] == [True, False, True, False, False, False]
+    assert [link.query_entity for link in links] == [True, False, True, False, True, False]
+    # m4 is named in m3 and m1 in m5 (anchors); m2 only shares Philadelphia with m1.
+    assert [link.named for link in links] == [True, False, False, True, False, False]
+    assert [link.bridge for link in links] == [True, True, False, True, False, False]
+
+
+@pytest.mark.parametrize(
+    ("keep", "comparison", "expected"),
+    [
+        # Not a comparison: top-2, query-entity and bridge passages, as before.
+        ("recall", False, ["m1", "m2", "m3", "m4", "m5"]),
+        # A comparison: top-1, the compared passages and what they name.
+        ("recall", True, ["m1", "m3", "m4"]),
+        ("balanced", True, ["m1", "m3", "m4"]),
+        # Modes that keep no query-entity passages are left alone.
+        ("precise", True, ["m1", "m2", "m4"]),
+        ("paper", True, ["m1", "m2"]),
+    ],
+)
+def test_a_comparison_keeps_the_compared_passages(keep, comparison, expected):
+    links = link_passages(MAGAZINE_QUERY, MAGAZINE_ENTITIES, MAGAZINES, MAGAZINE_TRIPLES)
+    kept, dropped = refine_passages(
+        MAGAZINES, [], KEEP_MODES[keep][0], keep=keep, links=links, comparison=comparison
+    )
+    assert [k.passage.id for k in kept] == expected
+    assert len(kept) + len(dropped) == len(MAGAZINES)
+
+
+def test_a_comparison_with_one_titled_passage_keeps_the_usual_rules():
+    links = link_passages(MAGAZINE_QUERY, MAGAZINE_ENTITIES, MAGAZINES[:2], MAGAZINE_TRIPLES[:2])
+    kept, _ = refine_passages(MAGAZINES[:2], [], 2, keep="recall", links=links, comparison=True)
+    assert [k.passage.id for k in kept] == ["m1", "m2"]
