@@ -44,16 +44,11 @@ def refine_passages(
     cut 5-7 more points of the noise on HotpotQA and 2Wiki (docs/benchmarks.md).
     """
     _, use_chains, use_entities, use_bridges = KEEP_MODES[keep]
-    compared = (
-        comparison
-        and use_entities
-        and links is not None
-        and sum(link.titled for link in links) >= 2
-    )
     if chain_support is not None:
         use_chains = chain_support
     if (use_entities or use_bridges) and (links is None or len(links) != len(passages)):
         raise ValueError(f"keep={keep!r} needs links for every passage (link_passages)")
+    compared = comparison and use_entities and sum(link.titled for link in links or ()) >= 2
     supporters: dict[str, list[int]] = {}
     for chain_index, chain in enumerate(chains):
         for pid in chain.source_ids:

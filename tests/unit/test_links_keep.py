@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from neocorrag_core.config import KEEP_MODES, MinerConfig
-from neocorrag_core.links import PassageLinks, link_passages, mentions, passage_topic
+from neocorrag_core.links import (
+    PassageLinks,
+    is_comparison,
+    link_passages,
+    mentions,
+    passage_topic,
+)
 from neocorrag_core.refine import refine_passages
 from neocorrag_core.types import EvidenceChain, KeepReason, Passage, Triple
 
@@ -157,8 +163,6 @@ def test_config_dial_defaults_and_validation():
 
 
 def test_comparison_questions_are_recognised_by_their_shape():
-    from neocorrag_core.links import is_comparison
-
     assert is_comparison("Which magazine was started first, Arthur's Magazine or First for Women?")
     assert is_comparison("Are Local H and For Against both from the United States?")
     assert is_comparison("Did Bob and Ann study together?")
