@@ -11,7 +11,7 @@ else in the package: it reads attributes (``title``/``text``, ``subject``/``rela
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Literal, Protocol
 
 
@@ -45,8 +45,8 @@ class Fact(Protocol):
     def object(self) -> str: ...
 
 
-ChainFormat = Literal["compact", "full", "none"]
-CHAIN_FORMATS: tuple[ChainFormat, ...] = ("compact", "full", "none")
+ChainFormat = Literal["compact", "linking", "full", "none"]
+CHAIN_FORMATS: tuple[ChainFormat, ...] = ("compact", "linking", "full", "none")
 
 
 CHAIN_BLOCK_HEADER = "Evidence chains:"
@@ -155,7 +155,12 @@ def _new_steps(chain: HasText, stated: set[tuple[str, str, str]]) -> str:
     return "; ".join(runs)
 
 
-def render_chains(chains: Sequence[HasText], *, chain_format: ChainFormat = "full") -> str:
+def render_chains(
+    chains: Sequence[HasText],
+    *,
+    chain_format: ChainFormat = "full",
+    kept_ids: Collection[str] = (),
+) -> str:
     """A numbered block of chains for the answering model; '' when there are none.
 
     ``"full"`` writes every chain's text. ``"compact"`` writes each fact once: a chain's
@@ -164,20 +169,41 @@ def render_chains(chains: Sequence[HasText], *, chain_format: ChainFormat = "ful
     share their first hops, so the full block repeats them on every line (five chains
     of ``Johnnycake - located in -> McDowell County - located in -> West Virginia <- ...``
     that differ in their last hop); compact keeps the same facts in about a third fewer
-    tokens. Lines keep the chain's number either way, so chain numbers in document
-    metadata still point at the right line. ``"none"``: no block ('').
+    tokens. ``"linking"`` is compact without the chains that one passage of ``kept_ids``
+    (the passages the reader gets) states whole: such a chain only repeats a passage the
+    reader reads anyway, while a chain that crosses passages tells it how they connect and
+    one with a fact of a dropped passage tells it something it would not see; '' when no
+    chain is left. (Always keeping the first chain as well measured worse on the tune
+    half: docs/benchmarks.md, "Only the chains that link passages".)
+    Lines keep the chain's number in every format, so chain numbers in document metadata
+    still point at the right line. ``"none"``: no block ('').
     """
     if chain_format not in CHAIN_FORMATS:
         raise ValueError(f"chain_format must be one of {CHAIN_FORMATS}, got {chain_format!r}")
     if not chains or chain_format == "none":
         return ""
+    kept = frozenset(kept_ids)
     lines = [CHAIN_BLOCK_HEADER]
     stated: set[tuple[str, str, str]] = set()
     for i, chain in enumerate(chains, start=1):
+        if chain_format == "linking" and _within_one_passage(chain, kept):
+            continue
         body = chain.text if chain_format == "full" else _new_steps(chain, stated)
         if body:
             lines.append(f"{i}. {body}")
-    return "\n".join(lines)
+    return "\n".join(lines) if len(lines) > 1 else ""
+
+
+def _within_one_passage(chain: HasText, passage_ids: frozenset[str]) -> bool:
+    """Whether one of ``passage_ids`` supplied every fact of ``chain`` (facts without
+    ``source_ids``, or a chain without ``triples``, never are)."""
+    triples: Sequence[Fact] = getattr(chain, "triples", ())
+    common = set(passage_ids)
+    for triple in triples:
+        common &= set(getattr(triple, "source_ids", ()))
+        if not common:
+            return False
+    return bool(triples)
 
 
 def render_context(

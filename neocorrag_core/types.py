@@ -80,7 +80,7 @@ class EvidenceChain:
     ``lm_logprob`` is the length-normalized log-probability the LM gave it
     (``None`` when decoding was ``"none"``). ``forward`` says, per triple, whether the path
     walks it subject -> object (``True``) or backwards; it is ``()`` for a chain built
-    outside the search, which the compact chain block then shows whole.
+    outside the search, which the compact and linking chain blocks then show whole.
     """
 
     triples: tuple[Triple, ...]
@@ -203,7 +203,11 @@ class MiningResult(Cost):
     @property
     def chain_text(self) -> str:
         """The chains rendered as a short block for the answering model ('' when none)."""
-        return render_chains(self.chains, chain_format=self.chain_format)
+        return render_chains(
+            self.chains,
+            chain_format=self.chain_format,
+            kept_ids=[k.passage.id for k in self.kept],
+        )
 
     def context(self, *, chains_first: bool = True) -> str:
         """Answer-ready context: the chain block and the kept passages."""

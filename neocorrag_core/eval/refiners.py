@@ -9,6 +9,8 @@
   ``neocorrag-recall-full-chains``: the default with the paper's full chain block
   (``chain_format="full"``) and ``neocorrag-recall-no-chains`` without a chain block
   (``"none"``), to measure what the compact block saves and what the block buys;
+  ``neocorrag-recall-linking-chains``: the default with only the chains that no kept
+  passage states whole (``"linking"``);
   ``neocorrag-recall-focused`` (``-no-chains``): the linked passages cut to their evidence
   sentences (``passage_focus="linked"``), with the compact block (without a block).
 * Ablations of the paper's Table 2, all with beam decoding:
@@ -41,6 +43,7 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
     "ablation-no-filter": {"decoding": "beam", "filter_passages": False},
     "neocorrag-recall-full-chains": {"keep": "recall", "chain_format": "full"},
     "neocorrag-recall-no-chains": {"keep": "recall", "chain_format": "none"},
+    "neocorrag-recall-linking-chains": {"keep": "recall", "chain_format": "linking"},
     "neocorrag-recall-focused": {"keep": "recall", "passage_focus": "linked"},
     "neocorrag-recall-focused-no-chains": {
         "keep": "recall",

@@ -112,6 +112,11 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         "neocorrag, keep='recall' without a chain block (chain_format='none')",
     ),
     _miner_method(
+        "neocorrag-recall-linking-chains",
+        "neocorrag, keep='recall' with only the chains no kept passage states whole "
+        "(chain_format='linking')",
+    ),
+    _miner_method(
         "neocorrag-recall-focused",
         "neocorrag, keep='recall' with linked passages cut to their evidence sentences",
     ),

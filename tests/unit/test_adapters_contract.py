@@ -189,6 +189,23 @@ def test_metadata_says_why_each_document_was_kept_and_which_chains_it_supports(h
             assert t["subject"] in block and t["relation"] in block and t["object"] in block
     full = h.run(make(h, miner_config={**MINER_CONFIG, "chain_format": "full"}), h.docs(), QUERY)
     assert all(f"{c['number']}. {c['text']}" in h.text(full[0]) for c in chains)
+    # Linking: only the chains no single kept document states whole get a line.
+    linking = make(h, miner_config={**MINER_CONFIG, "chain_format": "linking"})
+    kept_ranks = {h.metadata(d)["neocorrag_retrieval_rank"] for d in out[1:]}
+
+    def inside_one_kept(chain: dict[str, Any]) -> bool:
+        common = set(kept_ranks)
+        for t in chain["triples"]:
+            common &= set(t["source_ranks"])
+        return bool(common)
+
+    linked = h.run(linking, h.docs(), QUERY)
+    shown = [c for c in chains if not inside_one_kept(c)]
+    assert shown and len(shown) < len(chains)  # the fixture has both kinds
+    assert ids(h, linked[1:]) == ids(h, out[1:])  # the same documents are kept
+    numbers = [line.split(".", 1)[0] for line in h.text(linked[0]).splitlines()[1:]]
+    assert numbers == [str(c["number"]) for c in shown]
+    assert h.metadata(linked[0])["neocorrag_chains"] == chains  # metadata: every chain
     assert chain_meta["neocorrag_dropped_ids"] == DROPPED_IDS
     assert chain_meta["neocorrag_dropped_ranks"] == [3, 5]
     assert chain_meta["neocorrag_num_candidates"] >= len(chains)

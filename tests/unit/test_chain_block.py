@@ -1,4 +1,5 @@
-"""The chain block handed to the reader: full (the paper's) and compact (each fact once)."""
+"""The chain block handed to the reader: full (the paper's), compact (each fact once) and
+linking (compact without the chains one kept passage states whole)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import pytest
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.errors import ConfigError
 from neocorrag_core.rendering import linearize, render_chains
-from neocorrag_core.types import EvidenceChain, MiningResult, Triple
+from neocorrag_core.types import (
+    EvidenceChain,
+    KeepReason,
+    KeptPassage,
+    MiningResult,
+    Passage,
+    Triple,
+)
 
 J = Triple("Johnnycake", "located in", "McDowell County", ("p1",))
 M = Triple("McDowell County", "located in", "West Virginia", ("p2",))
@@ -92,3 +100,72 @@ def test_mining_result_renders_with_its_format():
         "2. West Virginia <- forms northern borders of - Ohio River"
     )
     assert full.chain_text.splitlines()[2] == f"2. {chains[1].text}"
+
+
+# Two facts of one passage, p3: a chain of them only repeats what p3 says.
+V3 = Triple("Virginia", "is bordered by", "West Virginia", ("p3",))
+T3 = Triple("Virginia", "is bordered by", "Tennessee", ("p3",))
+# The same fact extracted from two passages.
+M23 = Triple("McDowell County", "located in", "West Virginia", ("p2", "p3"))
+
+
+def test_linking_drops_chains_one_kept_passage_states_whole():
+    chains = [
+        _chain([V3, T3], [False, True]),  # all of it in p3, which is kept: no line
+        _chain([J, M], [True, True]),  # crosses p1 -> p2: the link the reader needs
+        _chain([M23, V3], [True, False]),  # p3 supplies both (M23 comes from p2 and p3)
+        _chain([OHIO], [True]),  # p4 was dropped: the reader sees this fact nowhere else
+        _chain([M, V3], [True, False]),  # crosses p2 -> p3, but chain 2 stated M already
+    ]
+    text = render_chains(chains, chain_format="linking", kept_ids={"p1", "p2", "p3"})
+    assert text == (
+        "Evidence chains:\n"
+        "2. Johnnycake - located in -> McDowell County - located in -> West Virginia\n"
+        "4. Ohio River - forms northern borders of -> West Virginia\n"
+        "5. West Virginia <- is bordered by - Virginia"
+    )
+    # Compact shows the first one too (chain 3 restates facts of chains 1 and 2 there).
+    compact = render_chains(chains, chain_format="compact")
+    assert [line[:2] for line in compact.splitlines()] == ["Ev", "1.", "2.", "4."]
+
+
+def test_linking_is_no_block_when_every_chain_is_inside_a_kept_passage():
+    chains = [_chain([V3, T3], [False, True]), _chain([V3], [False])]
+    assert render_chains(chains, chain_format="linking", kept_ids={"p3"}) == ""
+    # Without the passage the same chains are news to the reader.
+    assert render_chains(chains, chain_format="linking", kept_ids={"p1"}) == (
+        render_chains(chains, chain_format="compact")
+    )
+
+
+def test_linking_states_facts_once_among_the_chains_it_shows():
+    chains = [_chain([J, M], [True, True]), _chain([J, M, OHIO], [True, True, False])]
+    assert render_chains(chains, chain_format="linking", kept_ids={"p1", "p2"}) == (
+        "Evidence chains:\n"
+        "1. Johnnycake - located in -> McDowell County - located in -> West Virginia\n"
+        "2. West Virginia <- forms northern borders of - Ohio River"
+    )
+
+
+def test_linking_keeps_chains_without_sources_or_triples():
+    # Facts with no source ids (a chain built outside the search) are never "inside" one.
+    bare = Triple("Johnnycake", "located in", "McDowell County", ())
+    outside = EvidenceChain((), "Johnnycake is in McDowell County", 0.0)
+    text = render_chains([_chain([bare], [True]), outside], chain_format="linking", kept_ids={"p1"})
+    assert text.splitlines()[1:] == [
+        "1. Johnnycake - located in -> McDowell County",
+        "2. Johnnycake is in McDowell County",
+    ]
+
+
+def test_mining_result_linking_uses_its_kept_passages():
+    chains = [_chain([V3, T3], [False, True]), _chain([J, M], [True, True])]
+    kept = [
+        KeptPassage(Passage(pid, f"text {pid}"), rank, KeepReason.TOP_N)
+        for rank, pid in enumerate(["p1", "p2", "p3"], start=1)
+    ]
+    result = MiningResult("q", chains, kept, [], 2, chain_format="linking")
+    assert [line[:2] for line in result.chain_text.splitlines()] == ["Ev", "2."]
+    # Drop p3 and the first chain tells the reader something again.
+    fewer = MiningResult("q", chains, kept[:2], [], 2, chain_format="linking")
+    assert fewer.chain_text.splitlines()[1].startswith("1. West Virginia")

@@ -115,14 +115,23 @@ def test_chain_block_variants_reuse_one_mining_and_differ_only_in_the_block():
     calls = []
     original = miner.mine
     miner.mine = lambda *a, **kw: calls.append(kw) or original(*a, **kw)
-    names = ["neocorrag-recall", "neocorrag-recall-full-chains", "neocorrag-recall-no-chains"]
-    compact, full, none = build_methods(names, BuildContext(miner))
+    names = [
+        "neocorrag-recall",
+        "neocorrag-recall-full-chains",
+        "neocorrag-recall-no-chains",
+        "neocorrag-recall-linking-chains",
+    ]
+    compact, full, none, linking = build_methods(names, BuildContext(miner))
     question = "What is the capital of Mountrail where Van Hook Township is?"
     call = MethodInput(question, passages, lambda query, k: passages[:k], len(passages))
-    outputs = [m.refine(call) for m in (compact, full, none)]
+    outputs = [m.refine(call) for m in (compact, full, none, linking)]
     assert len(calls) == 1 and "chain_format" not in calls[0]
     assert len({tuple(p.id for p in o.passages) for o in outputs}) == 1
     assert outputs[1].chain_text.startswith("Evidence chains:\n1. ")
     assert len(outputs[0].chain_text) <= len(outputs[1].chain_text)
     assert outputs[2].chain_text == ""
     assert outputs[1].info["reused_chains"] and outputs[2].info["reused_chains"]
+    # Linking keeps the one chain, which crosses p1 -> p3 (both kept).
+    assert outputs[3].info["reused_chains"]
+    assert outputs[3].chain_text == outputs[0].chain_text
+    assert "Van Hook Township - in -> Mountrail - capital -> Stanley" in outputs[3].chain_text
