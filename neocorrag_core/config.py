@@ -156,7 +156,7 @@ class MinerConfig:
             passages; the adapters add no chain document). The chains and their metadata
             are the same in every case. Measured on the dev split, compact saved 25-35
             reader tokens per question at the same F1 (docs/benchmarks.md, "A compact
-            chain block"); linking another 30-46 against compact at the same F1 ("Only
+            chain block"); linking another 30-48 against compact at the same F1 ("Only
             the chains that link passages"), not the default because a question whose
             chains all sit in one kept passage then loses the adapters' chain document
             and the chain metadata it carries.
