@@ -102,20 +102,17 @@ def test_mining_result_renders_with_its_format():
     assert full.chain_text.splitlines()[2] == f"2. {chains[1].text}"
 
 
-# Two facts of one passage, p3: a chain of them only repeats what p3 says.
-V3 = Triple("Virginia", "is bordered by", "West Virginia", ("p3",))
-T3 = Triple("Virginia", "is bordered by", "Tennessee", ("p3",))
 # The same fact extracted from two passages.
 M23 = Triple("McDowell County", "located in", "West Virginia", ("p2", "p3"))
 
 
 def test_linking_drops_chains_one_kept_passage_states_whole():
     chains = [
-        _chain([V3, T3], [False, True]),  # all of it in p3, which is kept: no line
+        _chain([V, T], [False, True]),  # all of it in p3, which is kept: no line
         _chain([J, M], [True, True]),  # crosses p1 -> p2: the link the reader needs
-        _chain([M23, V3], [True, False]),  # p3 supplies both (M23 comes from p2 and p3)
+        _chain([M23, V], [True, False]),  # p3 supplies both (M23 comes from p2 and p3)
         _chain([OHIO], [True]),  # p4 was dropped: the reader sees this fact nowhere else
-        _chain([M, V3], [True, False]),  # crosses p2 -> p3, but chain 2 stated M already
+        _chain([M, V], [True, False]),  # crosses p2 -> p3, but chain 2 stated M already
     ]
     text = render_chains(chains, chain_format="linking", kept_ids={"p1", "p2", "p3"})
     assert text == (
@@ -130,7 +127,7 @@ def test_linking_drops_chains_one_kept_passage_states_whole():
 
 
 def test_linking_is_no_block_when_every_chain_is_inside_a_kept_passage():
-    chains = [_chain([V3, T3], [False, True]), _chain([V3], [False])]
+    chains = [_chain([V, T], [False, True]), _chain([V], [False])]
     assert render_chains(chains, chain_format="linking", kept_ids={"p3"}) == ""
     # Without the passage the same chains are news to the reader.
     assert render_chains(chains, chain_format="linking", kept_ids={"p1"}) == (
@@ -159,7 +156,7 @@ def test_linking_keeps_chains_without_sources_or_triples():
 
 
 def test_mining_result_linking_uses_its_kept_passages():
-    chains = [_chain([V3, T3], [False, True]), _chain([J, M], [True, True])]
+    chains = [_chain([V, T], [False, True]), _chain([J, M], [True, True])]
     kept = [
         KeptPassage(Passage(pid, f"text {pid}"), rank, KeepReason.TOP_N)
         for rank, pid in enumerate(["p1", "p2", "p3"], start=1)
