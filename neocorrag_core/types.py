@@ -192,7 +192,7 @@ class MiningResult(Cost):
     notes: list[str] = field(default_factory=list)
     """Budgets that changed what this call did: a search that hit its work cap, a decoding
     prompt that could not fit (decoding then took the search order)."""
-    chain_format: ChainFormat = "compact"
+    chain_format: ChainFormat = "linking"
     """How :attr:`chain_text` writes the chains (``MinerConfig.chain_format``)."""
 
     @property

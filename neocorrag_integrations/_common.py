@@ -13,7 +13,7 @@ import hashlib
 import reprlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from numbers import Integral
 from typing import Any, Literal, get_args
 
@@ -36,6 +36,7 @@ from neocorrag_integrations.metadata_keys import (
     KEPT_REASON,
     NUM_CANDIDATES,
     RETRIEVAL_RANK,
+    RUN_KEYS,
     TIMINGS,
 )
 
@@ -189,11 +190,22 @@ class Refinement:
     source_indices: tuple[int, ...] = ()
 
     def layout(self, *, include_chains: bool, position: ChainsPosition) -> list[KeptItem | None]:
-        """Output order: the kept items, with ``None`` standing for the chain document."""
-        if not include_chains or not self.chain_text:
-            return list(self.kept)
-        items: list[KeptItem | None] = list(self.kept)
-        return [None, *items] if position == "first" else [*items, None]
+        """Output order: the kept items, with ``None`` standing for the chain document.
+
+        Without a chain document (``include_chains=False``, or a block with no text:
+        ``chain_format="none"``, ``"linking"`` with nothing that links, no chain found) the
+        run's metadata (every chain, the dropped documents, counts, timings) goes on the
+        first kept item instead, so it is never lost; see
+        :func:`~neocorrag_integrations.metadata_keys.run_metadata`.
+        """
+        if include_chains and self.chain_text:
+            items: list[KeptItem | None] = list(self.kept)
+            return [None, *items] if position == "first" else [*items, None]
+        if not self.kept:
+            return []
+        first = self.kept[0]
+        run = {k: v for k, v in self.chain_metadata.items() if k in RUN_KEYS}
+        return [replace(first, metadata={**first.metadata, **run}), *self.kept[1:]]
 
 
 def to_passages(documents: Sequence[SourceDocument]) -> list[Passage]:

@@ -9,6 +9,9 @@ import it instead of repeating the string::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 # --- written by NeocorRAGCompressor / NeocorRAGPostprocessor
 KEPT_REASON = "neocorrag_kept_reason"
 """Why a document was kept: ``"top_n"``, ``"chain"``, ``"query_entity"``, ``"bridge"`` or
@@ -21,21 +24,28 @@ FALLBACK = "neocorrag_fallback"
 """Why nothing was filtered (e.g. ``"no_triples"``), or ``None`` when chains were found."""
 IS_EVIDENCE_CHAINS = "neocorrag_evidence_chains"
 """``True`` on the one extra document/node that holds the evidence chains."""
+# The five keys below (RUN_KEYS) describe the whole call: they sit on the chain document,
+# or, when there is none (a block without text, include_chains=False), on the first kept
+# document. run_metadata() finds them wherever they are.
 CHAINS = "neocorrag_chains"
-"""On the chain document: one dict per chain: ``number``, ``text``, ``triples`` (each with
+"""Run metadata: one dict per chain: ``number``, ``text``, ``triples`` (each with
 ``subject``, ``relation``, ``object`` and the ``source_ranks`` of the documents it came from),
 ``source_ranks`` and ``source_ids`` of the whole chain, ``search_score``, ``lm_logprob``."""
 DROPPED_RANKS = "neocorrag_dropped_ranks"
-"""On the chain document: retrieval ranks of the documents that were dropped."""
+"""Run metadata: retrieval ranks of the documents that were dropped."""
 DROPPED_IDS = "neocorrag_dropped_ids"
-"""On the chain document: ids of the dropped documents (``None`` where a document had none)."""
+"""Run metadata: ids of the dropped documents (``None`` where a document had none)."""
 NUM_CANDIDATES = "neocorrag_num_candidates"
-"""On the chain document: how many candidate chains the search found."""
+"""Run metadata: how many candidate chains the search found."""
 TIMINGS = "neocorrag_timings"
-"""On the chain document: seconds per engine stage."""
+"""Run metadata: seconds per engine stage."""
 FOCUSED = "neocorrag_focused"
 """``True`` on a document whose text was cut to its evidence sentences
 (``miner_config={"passage_focus": "linked"}``); absent on whole documents."""
+
+RUN_KEYS = (CHAINS, DROPPED_RANKS, DROPPED_IDS, NUM_CANDIDATES, TIMINGS)
+"""The keys that describe the whole call rather than one document (see
+:func:`run_metadata`)."""
 
 REFINEMENT_KEYS = (
     KEPT_REASON,
@@ -86,6 +96,23 @@ REFORMULATION_KEYS = (
 ALL_KEYS = REFINEMENT_KEYS + REFORMULATION_KEYS
 """Every key any adapter writes; all start with ``neocorrag_``."""
 
+
+def run_metadata(refined: Sequence[Any]) -> dict[str, Any]:
+    """The metadata of the whole call (:data:`RUN_KEYS`) in one refined output.
+
+    ``refined`` is what ``NeocorRAGCompressor`` or ``NeocorRAGPostprocessor`` returned
+    (LangChain documents or LlamaIndex nodes). The keys sit on the chain document when there
+    is one, otherwise on the first kept document (a block with no text, as
+    ``chain_format="linking"`` gives when every chain sits in one kept document, or
+    ``include_chains=False``). ``{}`` for an output that carries none (not refined by
+    neocorrag, or trimmed by a later step).
+    """
+    carriers = [d.metadata for d in refined if CHAINS in d.metadata]
+    chain_docs = [m for m in carriers if m.get(IS_EVIDENCE_CHAINS) is True]
+    found = (chain_docs or carriers or [{}])[0]
+    return {key: found[key] for key in RUN_KEYS if key in found}
+
+
 __all__ = [
     "ALL_KEYS",
     "CHAINS",
@@ -106,5 +133,7 @@ __all__ = [
     "REFORMULATION_KEYS",
     "RESIDUAL_QUERIES",
     "RETRIEVAL_RANK",
+    "RUN_KEYS",
     "TIMINGS",
+    "run_metadata",
 ]

@@ -18,6 +18,7 @@ from neocorrag_integrations.metadata_keys import (
     IS_EVIDENCE_CHAINS,
     KEPT_REASON,
     RETRIEVAL_RANK,
+    run_metadata,
 )
 
 _DOC_NODE = re.compile(r"doc \d+")
@@ -53,7 +54,7 @@ def evidence_graph(refined: Sequence[Any], retrieved: Sequence[Any] | None = Non
     """
     import networkx as nx
 
-    chain_meta = next((_meta(d) for d in refined if _meta(d).get(IS_EVIDENCE_CHAINS)), None)
+    chain_meta = run_metadata(refined) or None
     graph = nx.MultiDiGraph()
     for doc in refined:
         meta = _meta(doc)

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from neocorrag_core.errors import ConfigError
 from neocorrag_core.miner import EvidenceChainMiner
-from neocorrag_core.rendering import CHAIN_BLOCK_HEADER
+from neocorrag_core.rendering import CHAIN_BLOCK_HEADER, ChainFormat
 from neocorrag_core.types import Passage
 
 from .components import Usage, Verifier, VerifierReply
@@ -49,6 +49,11 @@ class ChainEvidenceVerifier:
             :class:`~neocorrag_core.triples.DefaultTripleSource` for documents without).
         decoding: how the miner chooses chains (``None`` = its configuration's, by
             default ``"none"``: by search score, no LM).
+        chain_format: how the chains are written for the verifier, whatever the miner's
+            own setting (which is for a reader): ``"compact"`` by default, every chain
+            with each fact once, the format the chain verifier was measured with
+            (docs/benchmarks.md); ``"linking"`` shows only the chains that connect
+            passages; ``"full"`` every chain whole.
 
     When the passages yield no chain (no triples, no path), the wrapped verifier sees the
     passages alone. Thread-safe as far as the wrapped verifier and the miner are.
@@ -60,6 +65,7 @@ class ChainEvidenceVerifier:
         miner: EvidenceChainMiner | None = None,
         *,
         decoding: Decoding | None = None,
+        chain_format: ChainFormat = "compact",
     ) -> None:
         if not isinstance(verifier, Verifier):
             raise ConfigError(
@@ -76,9 +82,15 @@ class ChainEvidenceVerifier:
                 "ChainEvidenceVerifier: decoding must be 'none', 'beam', 'rank' or None, "
                 f"got {decoding!r}"
             )
+        if chain_format not in ("compact", "linking", "full"):
+            raise ConfigError(
+                "ChainEvidenceVerifier: chain_format must be 'compact', 'linking' or 'full', "
+                f"got {chain_format!r}"
+            )
         self.verifier = verifier
         self.miner = miner if miner is not None else EvidenceChainMiner()
         self.decoding = decoding
+        self.chain_format: ChainFormat = chain_format
 
     def chain_passage(
         self, question: str, passages: Sequence[Passage]
@@ -88,7 +100,7 @@ class ChainEvidenceVerifier:
         overrides: dict[str, Any] = {} if self.decoding is None else {"decoding": self.decoding}
         result = self.miner.mine(question, list(passages), **overrides)
         usage = Usage(int(result.prompt_tokens), int(result.generated_tokens))
-        block = result.chain_text
+        block = replace(result, chain_format=self.chain_format).chain_text
         if not block:
             return None, usage
         # The title says what the block is; the header would only repeat it.

@@ -9,8 +9,10 @@
   ``neocorrag-recall-full-chains``: the default with the paper's full chain block
   (``chain_format="full"``) and ``neocorrag-recall-no-chains`` without a chain block
   (``"none"``), to measure what the compact block saves and what the block buys;
-  ``neocorrag-recall-linking-chains``: the default with only the chains that no kept
-  passage states whole (``"linking"``);
+  ``neocorrag-recall-linking-chains``: only the chains that no kept passage states whole
+  (``"linking"``, the default since ``miner-4``, named for runs that compare formats);
+  ``neocorrag-recall-compact-chains``: every chain, each fact once (``"compact"``, the
+  default before);
   ``neocorrag-recall-focused`` (``-no-chains``): the linked passages cut to their evidence
   sentences (``passage_focus="linked"``), with the compact block (without a block).
 * Ablations of the paper's Table 2, all with beam decoding:
@@ -44,6 +46,7 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
     "neocorrag-recall-full-chains": {"keep": "recall", "chain_format": "full"},
     "neocorrag-recall-no-chains": {"keep": "recall", "chain_format": "none"},
     "neocorrag-recall-linking-chains": {"keep": "recall", "chain_format": "linking"},
+    "neocorrag-recall-compact-chains": {"keep": "recall", "chain_format": "compact"},
     "neocorrag-recall-focused": {"keep": "recall", "passage_focus": "linked"},
     "neocorrag-recall-focused-no-chains": {
         "keep": "recall",
@@ -54,12 +57,13 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
 """The miner's per-method config overrides."""
 
 
-MINER_OUTPUT_VERSION = "miner-3"
+MINER_OUTPUT_VERSION = "miner-4"
 """Bumped when a default of the miner changes what it hands the reader (a keep rule, the
 chain block), so the cached records of every miner method rerun; a new setting that is
 off by default needs no bump. ``miner-1``: the compact chain block; ``miner-2``: Latin
 accents folded in entity keys, link keep rules applied when no chain is found;
-``miner-3``: comparison questions keep the compared passages (``refine_passages``)."""
+``miner-3``: comparison questions keep the compared passages (``refine_passages``);
+``miner-4``: the linking chain block (``chain_format="linking"``) by default."""
 
 
 def method_version(name: str) -> str:

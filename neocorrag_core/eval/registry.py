@@ -114,7 +114,12 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
     _miner_method(
         "neocorrag-recall-linking-chains",
         "neocorrag, keep='recall' with only the chains no kept passage states whole "
-        "(chain_format='linking')",
+        "(chain_format='linking', the default)",
+    ),
+    _miner_method(
+        "neocorrag-recall-compact-chains",
+        "neocorrag, keep='recall' with every chain, each fact once (chain_format='compact', "
+        "the default before miner-4)",
     ),
     _miner_method(
         "neocorrag-recall-focused",

@@ -45,6 +45,9 @@ def test_cookbook_runs_top_to_bottom(path):
         example_2 = text.split("final action:")[-1]  # the last episode printed
         assert re.match(r" (answer|stop), after 1 retrieval round;", example_2), example_2
         assert "dropped: van-hook-mirror" in text  # example 1, with the source policy
+    elif path.stem == "03_evidence_visualization":  # every chain is one kept document's fact
+        assert "chain document: False" in text  # so no chain block, yet the chains are kept
+        assert "5. Tekezé River - joins -> Atbarah River  (from document [1, 3])" in text
     else:
         assert "Evidence chains:" in text
     if path.stem == "04_evidence_reformulation":  # the wrapper finds the hop the plain one missed

@@ -6,6 +6,8 @@ machine converts the bundled LM once (about a minute).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from neocorrag_core import EvidenceChainMiner, KeepReason, MinerConfig, Passage
@@ -47,7 +49,9 @@ def test_real_models_return_only_candidates_and_a_nonempty_context(real_miner, d
     assert [k.reason for k in result.kept[:2]] == [KeepReason.TOP_N, KeepReason.TOP_N]
     assert all(k.reason is KeepReason.CHAIN for k in result.kept[2:])
     assert result.prompt_tokens > 0
-    assert "Evidence chains:" in result.context()
+    assert "Evidence chains:" in replace(result, chain_format="compact").context()
+    # The default (linking) block holds only chains across passages, maybe none, then them.
+    assert result.context().endswith(replace(result, chain_format="none").context())
 
 
 def test_demo_command_runs_on_the_default_models(capsys):

@@ -29,6 +29,7 @@ from neocorrag_core import (
 from neocorrag_core.triples import DefaultTripleSource, MetadataTripleSource, TripleStore
 from neocorrag_integrations.langchain import NeocorRAGCompressor
 from neocorrag_integrations.llama_index import NeocorRAGPostprocessor
+from neocorrag_integrations.metadata_keys import CHAINS, RUN_KEYS, run_metadata
 
 
 class LangChainHarness:
@@ -176,12 +177,43 @@ def test_chain_document_goes_last_or_is_left_out_as_configured(h):
     assert chain_docs(h, without) == []
 
 
+@pytest.mark.parametrize(
+    ("settings", "corpus"),
+    [
+        ({"include_chains": False}, CORPUS),
+        ({"miner_config": {**MINER_CONFIG, "chain_format": "none"}}, CORPUS),
+        # p1, p3, p5: the only chain (Van Hook Township -> Mountrail County) is p1's alone.
+        ({"miner_config": {**MINER_CONFIG, "chain_format": "linking"}}, CORPUS[::2]),
+    ],
+    ids=["include_chains=False", "chain_format=none", "linking, nothing links"],
+)
+def test_without_a_chain_document_the_run_metadata_rides_on_the_first_kept_document(
+    h, settings, corpus
+):
+    """The chains, dropped documents, counts and timings of a call are never lost: with no
+    chain document they sit on the first kept document, and only there."""
+    compact = make(h, miner_config={**MINER_CONFIG, "chain_format": "compact"})
+    full = h.run(compact, h.docs(corpus), QUERY)
+    assert chain_docs(h, full) == [full[0]]
+    expected = {k: v for k, v in h.metadata(full[0]).items() if k in RUN_KEYS}
+    out = h.run(make(h, **settings), h.docs(corpus), QUERY)
+    assert chain_docs(h, out) == []
+    assert ids(h, out) == ids(h, full[1:])
+    first = {k: v for k, v in h.metadata(out[0]).items() if k in RUN_KEYS}
+    assert set(first) == set(RUN_KEYS) and first[CHAINS]
+    first.pop("neocorrag_timings"), expected.pop("neocorrag_timings")
+    assert first == expected
+    assert all(not set(h.metadata(d)) & set(RUN_KEYS) for d in out[1:])
+    assert run_metadata(out) == {k: h.metadata(out[0])[k] for k in RUN_KEYS}
+    assert run_metadata(full) == {k: h.metadata(full[0])[k] for k in RUN_KEYS}
+
+
 def test_metadata_says_why_each_document_was_kept_and_which_chains_it_supports(h):
-    out = h.run(make(h), h.docs(), QUERY)
+    out = h.run(make(h, miner_config={**MINER_CONFIG, "chain_format": "compact"}), h.docs(), QUERY)
     chain_meta = h.metadata(out[0])
     chains = chain_meta["neocorrag_chains"]
     assert [c["number"] for c in chains] == list(range(1, len(chains) + 1))
-    # The compact block (default) states every fact of every chain; the first chain whole.
+    # The compact block states every fact of every chain; the first chain whole.
     block = h.text(out[0])
     assert block.splitlines()[1] == f"1. {chains[0]['text']}"
     for chain in chains:
@@ -200,6 +232,7 @@ def test_metadata_says_why_each_document_was_kept_and_which_chains_it_supports(h
         return bool(common)
 
     linked = h.run(linking, h.docs(), QUERY)
+    assert comparable(h, h.run(make(h), h.docs(), QUERY)) == comparable(h, linked)  # default
     shown = [c for c in chains if not inside_one_kept(c)]
     assert shown and len(shown) < len(chains)  # the fixture has both kinds
     assert ids(h, linked[1:]) == ids(h, out[1:])  # the same documents are kept
@@ -274,7 +307,7 @@ def test_raw_documents_get_triples_from_spacy_by_default_and_from_the_store_afte
     adapter = make(h)
     docs = h.docs(triples=False)
     out = h.run(adapter, docs, QUERY)
-    assert chain_docs(h, out), "no chains mined from raw documents"
+    assert run_metadata(out)[CHAINS], "no chains mined from raw documents"
     assert all(h.metadata(d).get("neocorrag_fallback") is None for d in out)
     source = adapter.miner.triple_source
     assert isinstance(source, DefaultTripleSource)
@@ -395,7 +428,7 @@ def test_eight_simultaneous_async_calls_match_their_sync_results(h, tiny_lm):
 
     results = asyncio.run(all_at_once())
     assert [comparable(h, r) for r in results] == expected
-    assert all(chain_docs(h, r) for r in results)
+    assert all(run_metadata(r)[CHAINS] for r in results)
 
 
 def test_pickled_adapter_gives_the_same_output(h):

@@ -55,7 +55,7 @@ def test_the_verifier_sees_the_chain_block_first_then_the_passages():
     chain, rest = shown[0], shown[1:]
     assert rest == PASSAGES
     assert chain.id == CHAIN_PASSAGE_ID and chain.title == CHAIN_PASSAGE_TITLE
-    block = mining.mine(QUERY, PASSAGES).chain_text
+    block = replace(mining.mine(QUERY, PASSAGES), chain_format="compact").chain_text
     assert block.startswith(CHAIN_BLOCK_HEADER)
     assert chain.text == block.removeprefix(CHAIN_BLOCK_HEADER).strip()
     assert "Mountrail County - capital -> Stanley" in chain.text
@@ -67,6 +67,19 @@ def test_the_chain_document_reads_as_a_numbered_document_of_the_verifier_prompt(
     lines = numbered_documents(inner.seen[0], lambda text, kind: " ".join(text.split()))
     assert lines[0].startswith(f"[1] {CHAIN_PASSAGE_TITLE}: 1. Van Hook Township - located in")
     assert lines[1].startswith("[2] Van Hook Township:")
+
+
+def test_chains_are_written_compact_for_the_verifier_whatever_the_miners_format():
+    """The reader-facing default (linking) would hide a chain one passage states whole; the
+    verifier gets the format it was measured with unless told otherwise."""
+    one_hop = [PASSAGES[0], PASSAGES[2]]  # the only chain is p1's own fact
+    assert miner().mine(QUERY, one_hop).chain_text == ""  # the miner's default: linking
+    compact, linking = Recording(), Recording()
+    ChainEvidenceVerifier(compact, miner()).verify(QUERY, one_hop, "")
+    ChainEvidenceVerifier(linking, miner(), chain_format="linking").verify(QUERY, one_hop, "")
+    assert compact.seen[0][0].id == CHAIN_PASSAGE_ID
+    assert "Van Hook Township - located in -> Mountrail County" in compact.seen[0][0].text
+    assert linking.seen == [one_hop]
 
 
 def test_the_chain_document_is_never_dropped_but_real_passages_are():
@@ -172,3 +185,5 @@ def test_bad_construction_is_a_config_error():
         ChainEvidenceVerifier(Recording(), miner="neocorrag")
     with pytest.raises(ConfigError, match="decoding"):
         ChainEvidenceVerifier(Recording(), decoding="greedy")
+    with pytest.raises(ConfigError, match="chain_format"):
+        ChainEvidenceVerifier(Recording(), chain_format="none")

@@ -100,6 +100,8 @@ def test_render_chains_and_context():
     assert render_chains([]) == ""
     assert render_chains([chain]) == "Evidence chains:\n1. A - r -> B"
     kept, dropped = refine_passages(_passages(1), [chain], top_n=1)
-    result = MiningResult("q", [chain], kept, dropped, 1)
+    result = MiningResult("q", [chain], kept, dropped, 1, chain_format="compact")
     assert result.context() == "Evidence chains:\n1. A - r -> B\n\nT1: text 1"
     assert result.context(chains_first=False).endswith("1. A - r -> B")
+    # The default (linking) leaves out a chain the one kept passage states whole.
+    assert MiningResult("q", [chain], kept, dropped, 1).context() == "T1: text 1"

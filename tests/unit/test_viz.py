@@ -16,12 +16,9 @@ matplotlib.use("Agg")
 
 def refined_langchain(**settings):
     docs = LangChainHarness().docs()
+    settings.setdefault("miner_config", MINER_CONFIG)
     compressor = NeocorRAGCompressor(
-        embedder=HashedBagOfWords(),
-        decoding="none",
-        miner_config=MINER_CONFIG,
-        keep="paper",
-        **settings,
+        embedder=HashedBagOfWords(), decoding="none", keep="paper", **settings
     )
     return compressor.compress_documents(docs, QUERY), docs
 
@@ -45,6 +42,25 @@ def test_graph_links_each_document_to_the_facts_it_supplied():
     }
     sources = {(u, v) for u, v, d in graph.edges(data=True) if d["kind"] == "source"}
     assert sources == {("doc 1", "Van Hook Township"), ("doc 4", "Mountrail County")}
+
+
+def test_graph_is_the_same_when_the_chains_ride_on_a_kept_document():
+    """Without a chain document (no block text, include_chains=False) the chain metadata is
+    on the first kept document; the picture must not lose the facts or the dropped ones."""
+    with_block, retrieved = refined_langchain(
+        top_n=1, miner_config={**MINER_CONFIG, "chain_format": "compact"}
+    )
+    for settings in (
+        {"include_chains": False},
+        {"miner_config": {**MINER_CONFIG, "chain_format": "none"}},
+    ):
+        without, _ = refined_langchain(top_n=1, **settings)
+        graph, expected = evidence_graph(without, retrieved), evidence_graph(with_block, retrieved)
+        assert sorted(graph.nodes(data=True)) == sorted(expected.nodes(data=True))
+        assert sorted(graph.edges(data=True), key=repr) == sorted(
+            expected.edges(data=True), key=repr
+        )
+        assert any(d["kind"] == "fact" for _, _, d in graph.edges(data=True))
 
 
 def test_draws_for_both_frameworks_and_for_an_output_without_chains():
