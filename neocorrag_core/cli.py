@@ -173,6 +173,8 @@ def print_result(
         )
     if not result.dropped:
         w("  (none)")
+    if result.chains and not result.chain_text and result.chain_format == "linking":
+        w("Chain block: none (each chosen chain is a fact one kept passage states whole)")
     context = result.context()
     before = sum(len(p.text) + len(p.title) + 2 for p in retrieved)
     w(f"Answer-ready context ({len(context)} chars; the retrieved passages were {before}):")

@@ -3,8 +3,11 @@ linking (compact without the chains one kept passage states whole)."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
+from neocorrag_core.cli import print_result
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.errors import ConfigError
 from neocorrag_core.rendering import linearize, render_chains
@@ -94,7 +97,8 @@ def test_bad_chain_format_is_a_clear_error():
 
 def test_mining_result_renders_with_its_format():
     chains = [_chain([J, M], [True, True]), _chain([J, M, OHIO], [True, True, False])]
-    compact = MiningResult("q", chains, [], [], 2)  # the default, as MinerConfig's
+    compact = MiningResult("q", chains, [], [], 2, chain_format="compact")
+    assert MiningResult("q", chains, [], [], 2).chain_format == MinerConfig().chain_format
     full = MiningResult("q", chains, [], [], 2, chain_format="full")
     assert compact.chain_text.splitlines()[2] == (
         "2. West Virginia <- forms northern borders of - Ohio River"
@@ -166,3 +170,26 @@ def test_mining_result_linking_uses_its_kept_passages():
     # Drop p3 and the first chain tells the reader something again.
     fewer = MiningResult("q", chains, kept[:2], [], 2, chain_format="linking")
     assert fewer.chain_text.splitlines()[1].startswith("1. West Virginia")
+
+
+def test_the_demo_says_why_a_question_with_chains_has_no_block():
+    chains = [_chain([V, T], [False, True])]
+    kept = [
+        KeptPassage(
+            Passage("p3", "Virginia borders West Virginia.", "Virginia"), 1, KeepReason.TOP_N
+        )
+    ]
+    item = {"question": "q", "answer": "a", "paragraphs": []}
+
+    def shown(result: MiningResult) -> str:
+        out = io.StringIO()
+        print_result(1, 1, item, [kept[0].passage], result, "none", out=out)
+        return out.getvalue()
+
+    linking = shown(MiningResult("q", chains, kept, [], 1))
+    assert (
+        "Chain block: none (each chosen chain is a fact one kept passage states whole)" in linking
+    )
+    assert "Evidence chains:" not in linking
+    compact = shown(MiningResult("q", chains, kept, [], 1, chain_format="compact"))
+    assert "Chain block: none" not in compact and "Evidence chains:" in compact
