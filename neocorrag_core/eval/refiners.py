@@ -14,7 +14,8 @@
   ``neocorrag-recall-compact-chains``: every chain, each fact once (``"compact"``, the
   default before);
   ``neocorrag-recall-focused`` (``-no-chains``): the linked passages cut to their evidence
-  sentences (``passage_focus="linked"``), with the compact block (without a block).
+  sentences (``passage_focus="linked"``), with the default block (without a block; the
+  compact block until ``miner-4``).
 * Ablations of the paper's Table 2, all with beam decoding:
   ``ablation-naive-search`` (``MinerConfig.search="naive"``),
   ``ablation-free-decoding`` (beam search without the trie, see
