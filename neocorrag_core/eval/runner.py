@@ -16,7 +16,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import MISSING, asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -318,6 +318,9 @@ def score_record(
         "gold_ids": gold,
         "retrieved_ids": [p.id for p in retrieved],
         "context_ids": ids,
+        # A passage the method cut (passage_focus="linked") is replayed from this text, not
+        # from its id, which names the whole passage.
+        "context_texts": _cut_texts(retrieved, output.passages),
         "chain_text": output.chain_text,
         # An abstention is scored as a wrong answer (no credit, whatever the gold is).
         "abstained": bool(output.abstained),
@@ -561,6 +564,12 @@ def _answered_itself(record: dict[str, Any]) -> bool:
     return bool(record.get("abstained")) or (no_reader and bool(record.get("prediction")))
 
 
+def _cut_texts(retrieved: Sequence[Passage], shown: Sequence[Passage]) -> dict[str, str]:
+    """The texts of the shown passages that differ from the retrieved passage of that id."""
+    whole = {p.id: p.text for p in retrieved}
+    return {p.id: p.text for p in shown if p.id in whole and p.text != whole[p.id]}
+
+
 class ReplayedMethod:
     """A method's context replayed from an earlier run's records, so a new reader sees
     exactly what that run's reader saw; its method cost is the recorded one."""
@@ -601,8 +610,12 @@ class ReplayedMethod:
             for k, v in record["timings"].items()
             if k.startswith("method.")
         }
+        cut = record.get("context_texts") or {}
         return MethodOutput(
-            passages=[by_id[pid] for pid in record["context_ids"]],
+            passages=[
+                replace(by_id[pid], text=cut[pid]) if pid in cut else by_id[pid]
+                for pid in record["context_ids"]
+            ],
             chain_text=record["chain_text"],
             prompt_tokens=record["method_prompt_tokens"],
             generated_tokens=record["method_generated_tokens"],

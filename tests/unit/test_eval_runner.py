@@ -464,3 +464,36 @@ def test_spacy_triples_of_another_rules_version_are_not_resumed(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps({**stored, "triples": "spacy"}))
     with pytest.raises(ValueError, match="triples: 'spacy' there, 'spacy rules v"):
         check_signature(tmp_path, settings)
+
+
+def test_replay_gives_the_reader_the_cut_text_of_a_focused_passage(tmp_path):
+    """A method that cuts a passage to its evidence sentences (passage_focus="linked") keeps
+    the passage's id: the replay must hand on the cut text, not the whole passage."""
+    from dataclasses import replace
+
+    from neocorrag_core.eval.datasets import QAExample
+    from neocorrag_core.eval.protocol import MethodInput, MethodOutput
+    from neocorrag_core.eval.reader import ReaderOutput
+    from neocorrag_core.eval.runner import ReplayedMethod, ResultCache, score_record
+    from neocorrag_core.types import Passage
+
+    whole = [
+        Passage("p1", "Acme was founded by Alice. It sells anvils.", "Acme"),
+        Passage("p2", "Alice was born in Paris. She likes tea. She moved to Rome.", "Alice"),
+    ]
+    shown = [whole[0], replace(whole[1], text="Alice was born in Paris.")]
+    example = QAExample(
+        "q1", "Where was Acme's founder born?", ("Paris",), tuple(whole), frozenset()
+    )
+    answer = ReaderOutput("Paris", "Paris", 0, 0, 0.0)
+    record = score_record(example, "focused", whole, MethodOutput(shown), answer, {}, 2)
+    assert record["context_texts"] == {"p2": "Alice was born in Paris."}
+    cache = ResultCache(tmp_path)
+    cache.add("focused", json.loads(json.dumps(record)))
+    call = MethodInput(example.question, list(whole), lambda q, k: [], 2, qid="q1")
+    replayed = ReplayedMethod("focused", cache).refine(call)
+    assert [p.text for p in replayed.passages] == [p.text for p in shown]
+    # A record written before the field existed replays its passages whole, as before.
+    cache.add("old", {k: v for k, v in record.items() if k != "context_texts"})
+    old = ReplayedMethod("old", cache).refine(call)
+    assert [p.text for p in old.passages] == [p.text for p in whole]
