@@ -22,8 +22,9 @@ from typing import Any, Literal
 
 from neocorrag_core.errors import ConfigError
 from neocorrag_core.miner import EvidenceChainMiner
-from neocorrag_core.rendering import CHAIN_BLOCK_HEADER, ChainFormat
+from neocorrag_core.rendering import CHAIN_BLOCK_HEADER, CHAIN_FORMATS, ChainFormat
 from neocorrag_core.types import Passage
+from neocorrag_core.validation import check_choice
 
 from .components import Usage, Verifier, VerifierReply
 
@@ -82,11 +83,9 @@ class ChainEvidenceVerifier:
                 "ChainEvidenceVerifier: decoding must be 'none', 'beam', 'rank' or None, "
                 f"got {decoding!r}"
             )
-        if chain_format not in ("compact", "linking", "full"):
-            raise ConfigError(
-                "ChainEvidenceVerifier: chain_format must be 'compact', 'linking' or 'full', "
-                f"got {chain_format!r}"
-            )
+        # "none" would show the verifier nothing: leave the wrapper out instead.
+        shown_formats = [f for f in CHAIN_FORMATS if f != "none"]
+        check_choice("ChainEvidenceVerifier", "chain_format", chain_format, shown_formats)
         self.verifier = verifier
         self.miner = miner if miner is not None else EvidenceChainMiner()
         self.decoding = decoding
