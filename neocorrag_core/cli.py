@@ -164,7 +164,11 @@ def print_result(
         w(f"     (search score {chain.search_score:.3f}{lm})")
     w("Kept:")
     for kept in result.kept:
-        w(f"  [{kept.rank}] {kept.passage.title}{mark(kept.passage)}: {kept.explain()}")
+        cut = ""
+        if kept.full_text is not None:
+            cut = f"; cut to its evidence sentences ({len(kept.passage.text)} of "
+            cut += f"{len(kept.full_text)} chars)"
+        w(f"  [{kept.rank}] {kept.passage.title}{mark(kept.passage)}: {kept.explain()}{cut}")
     w("Dropped:")
     for dropped in result.dropped or []:
         w(

@@ -5,11 +5,21 @@ below the top-N because it is about a query entity or bridges to a kept one is u
 whole encyclopedia paragraph of which one or two sentences carry the hop. On the dev
 split those passages were a fifth to a third of the reader's tokens
 (docs/benchmarks.md, "A compact chain block"). ``MinerConfig(passage_focus="linked")``
-keeps of each such passage its lead sentence (what the passage is about) and the
+keeps of each such passage its lead sentence (what the passage is about), the
 sentences that name a question entity, an entity it shares with another kept passage, or
-an entity of a chosen chain's triple it supplied. The top-N passages are never cut, and a
+an entity of a chosen chain's triple it supplied, and the sentences that state one of the
+question's relation words (rules ``focus-2``). The top-N passages are never cut, and a
 passage is left whole when the cut would drop nothing. Pure string work on the triples
 the miner already has; no model call.
+
+Why the relation words (``focus-2``): a hop's answer is often a sentence that names
+nothing but the relation, with the passage's subject as a pronoun: "He was born in
+Weston-super-Mare" for "the place of birth of the director of film ...". Rules
+``focus-1`` cut such sentences, and on the 2Wiki tune half that cost the 0.5B reader two
+of its four lost answers (docs/benchmarks.md, "Passage focus that keeps the relation").
+A sentence covers a relation word as EviReform's residual queries test it
+(:func:`neocorrag_core.evireform.relations.covers`: the same first five letters, or a
+listed equivalent such as "married" for "spouse").
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
+from neocorrag_core.evireform.relations import covers, relation_words
 from neocorrag_core.graph import normalize_entity
 from neocorrag_core.links import entity_keys, is_name, mentions
 from neocorrag_core.rendering import split_sentences
@@ -26,16 +37,25 @@ from neocorrag_core.types import EvidenceChain, KeepReason, KeptPassage, Triple
 FOCUSED_REASONS = (KeepReason.QUERY_ENTITY, KeepReason.BRIDGE, KeepReason.CHAIN)
 """The keep reasons whose passages may be cut (never ``TOP_N`` or ``PASSTHROUGH``)."""
 
+FOCUS_RULES = "focus-2"
+"""Names the sentence rules; a cached eval record of a focused method is rerun when it
+changes. ``focus-1``: lead and named entities; ``focus-2``: also the sentences that state
+a relation word of the question."""
 
-def evidence_sentences(text: str, names: Iterable[str]) -> str:
+
+def evidence_sentences(text: str, names: Iterable[str], relations: Sequence[str] = ()) -> str:
     """The lead sentence of ``text`` and every later sentence that names one of ``names``
-    (whole words, case and spacing ignored), in order, joined by single spaces."""
+    (whole words, case and spacing ignored) or covers one of the relation words
+    ``relations`` (:func:`~neocorrag_core.evireform.relations.covers`), in order, joined by
+    single spaces."""
     keys = {normalize_entity(n) for n in names} - {""}
     sentences = split_sentences(text)
     chosen = [
         s
         for i, s in enumerate(sentences)
-        if i == 0 or any(mentions(normalize_entity(s), key) for key in keys)
+        if i == 0
+        or any(mentions(normalize_entity(s), key) for key in keys)
+        or (relations and covers(s, relations))
     ]
     return " ".join(chosen)
 
@@ -45,6 +65,7 @@ def focus_kept(
     triples_of: Mapping[str, Sequence[Triple]],
     query_entities: Sequence[str],
     chains: Sequence[EvidenceChain],
+    question: str = "",
 ) -> list[KeptPassage]:
     """``kept`` with each passage kept for a :data:`FOCUSED_REASONS` reason cut to its
     :func:`evidence_sentences`; the cut ones carry their whole text in ``full_text``.
@@ -55,8 +76,12 @@ def focus_kept(
         query_entities: the names the miner found in the question (lower-case ones, the
             common nouns the n-gram matcher also finds, are not names and are ignored).
         chains: the chosen chains.
+        question: the question; the sentences that state one of its relation words
+            (:func:`~neocorrag_core.evireform.relations.relation_words`) are kept. Empty:
+            the ``focus-1`` rules (names only).
     """
     questions = {e for e in query_entities if is_name(e)}
+    relations = relation_words(question) if question else []
     chain_triples = {t.key() for chain in chains for t in chain.triples}
     # In how many kept passages each entity occurs: 2 or more means shared with another.
     spread = Counter(key for k in kept for key in entity_keys(triples_of.get(k.passage.id, ())))
@@ -68,7 +93,7 @@ def focus_kept(
         own = triples_of.get(item.passage.id, ())
         shared = {e for e in entity_keys(own) if spread[e] > 1}
         cited = entity_keys(t for t in own if t.key() in chain_triples)
-        text = evidence_sentences(item.passage.text, questions | shared | cited)
+        text = evidence_sentences(item.passage.text, questions | shared | cited, relations)
         if len(text) >= len(" ".join(item.passage.text.split())):
             out.append(item)
             continue
@@ -78,4 +103,4 @@ def focus_kept(
     return out
 
 
-__all__ = ["FOCUSED_REASONS", "evidence_sentences", "focus_kept"]
+__all__ = ["FOCUSED_REASONS", "FOCUS_RULES", "evidence_sentences", "focus_kept"]

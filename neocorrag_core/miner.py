@@ -194,7 +194,7 @@ class EvidenceChainMiner:
                 )
                 dropped = [replace(d, stage=stages.get(d.passage.id)) for d in dropped]
                 if config.passage_focus == "linked":
-                    kept = focus_kept(kept, triples_by_id, entities, chains)
+                    kept = focus_kept(kept, triples_by_id, entities, chains, query)
             return MiningResult(
                 query,
                 chains,

@@ -14,8 +14,10 @@
   ``neocorrag-recall-compact-chains``: every chain, each fact once (``"compact"``, the
   default before);
   ``neocorrag-recall-focused`` (``-no-chains``): the linked passages cut to their evidence
-  sentences (``passage_focus="linked"``), with the default block (without a block; the
-  compact block until ``miner-4``).
+  sentences (``passage_focus="linked"``, the default since ``miner-5``), with the default
+  block (without a block; the compact block until ``miner-4``);
+  ``neocorrag-recall-whole``: every kept passage whole (``passage_focus="none"``, the
+  default before ``miner-5``).
 * Ablations of the paper's Table 2, all with beam decoding:
   ``ablation-naive-search`` (``MinerConfig.search="naive"``),
   ``ablation-free-decoding`` (beam search without the trie, see
@@ -29,8 +31,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from neocorrag_core.config import KEEP_MODES
+from neocorrag_core.config import KEEP_MODES, MinerConfig
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
+from neocorrag_core.focus import FOCUS_RULES
 from neocorrag_core.generation import input_ids_tensor, neutral_settings
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.refine import passthrough, refine_passages
@@ -48,6 +51,7 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
     "neocorrag-recall-no-chains": {"keep": "recall", "chain_format": "none"},
     "neocorrag-recall-linking-chains": {"keep": "recall", "chain_format": "linking"},
     "neocorrag-recall-compact-chains": {"keep": "recall", "chain_format": "compact"},
+    "neocorrag-recall-whole": {"keep": "recall", "passage_focus": "none"},
     "neocorrag-recall-focused": {"keep": "recall", "passage_focus": "linked"},
     "neocorrag-recall-focused-no-chains": {
         "keep": "recall",
@@ -58,19 +62,26 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
 """The miner's per-method config overrides."""
 
 
-MINER_OUTPUT_VERSION = "miner-4"
+MINER_OUTPUT_VERSION = "miner-5"
 """Bumped when a default of the miner changes what it hands the reader (a keep rule, the
 chain block), so the cached records of every miner method rerun; a new setting that is
 off by default needs no bump. ``miner-1``: the compact chain block; ``miner-2``: Latin
 accents folded in entity keys, link keep rules applied when no chain is found;
 ``miner-3``: comparison questions keep the compared passages (``refine_passages``);
-``miner-4``: the linking chain block (``chain_format="linking"``) by default."""
+``miner-4``: the linking chain block (``chain_format="linking"``) by default;
+``miner-5``: linked passages cut to their evidence sentences
+(``passage_focus="linked"``) by default."""
 
 
 def method_version(name: str) -> str:
     """What a cached record of miner method ``name`` depends on beyond the run settings:
-    :data:`MINER_OUTPUT_VERSION` and the method's own config changes."""
-    return f"{MINER_OUTPUT_VERSION} {json.dumps(NEOCORRAG_METHODS[name], sort_keys=True)}"
+    :data:`MINER_OUTPUT_VERSION`, the method's own config changes and, for a method that
+    cuts passages, the sentence rules (:data:`~neocorrag_core.focus.FOCUS_RULES`)."""
+    overrides = NEOCORRAG_METHODS[name]
+    version = f"{MINER_OUTPUT_VERSION} {json.dumps(overrides, sort_keys=True)}"
+    if MinerConfig().with_overrides(**overrides).passage_focus != "none":
+        return f"{version} {FOCUS_RULES}"
+    return version
 
 
 class Truncation:

@@ -122,8 +122,14 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         "the default before miner-4)",
     ),
     _miner_method(
+        "neocorrag-recall-whole",
+        "neocorrag, keep='recall' with every kept passage whole (passage_focus='none', "
+        "the default before miner-5)",
+    ),
+    _miner_method(
         "neocorrag-recall-focused",
-        "neocorrag, keep='recall' with linked passages cut to their evidence sentences",
+        "neocorrag, keep='recall' with linked passages cut to their evidence sentences "
+        "(passage_focus='linked', the default)",
     ),
     _miner_method(
         "neocorrag-recall-focused-no-chains",

@@ -593,8 +593,13 @@ def test_linked_documents_can_be_cut_to_their_evidence_sentences(h):
     )
     assert h.metadata(by_id["p4"])[FOCUSED] is True
     assert h.text(by_id["p1"]) == CORPUS[0][2] and FOCUSED not in h.metadata(by_id["p1"])
-    # Off by default: the same documents come back whole.
-    whole = {h.id(d): d for d in h.run(make(h), h.docs(corpus), QUERY)[1:]}
+    # On by default (miner-5): the default config cuts the same way ...
+    default = {h.id(d): d for d in h.run(make(h), h.docs(corpus), QUERY)[1:]}
+    assert h.text(default["p4"]) == h.text(by_id["p4"])
+    # ... and "none" hands every document on whole.
+    whole_config = {**MINER_CONFIG, "passage_focus": "none"}
+    whole_out = h.run(make(h, miner_config=whole_config), h.docs(corpus), QUERY)
+    whole = {h.id(d): d for d in whole_out[1:]}
     assert h.text(whole["p4"]) == long_p4 and FOCUSED not in h.metadata(whole["p4"])
 
 

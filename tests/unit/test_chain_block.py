@@ -193,3 +193,26 @@ def test_the_demo_says_why_a_question_with_chains_has_no_block():
     assert "Evidence chains:" not in linking
     compact = shown(MiningResult("q", chains, kept, [], 1, chain_format="compact"))
     assert "Chain block: none" not in compact and "Evidence chains:" in compact
+
+
+def test_the_demo_says_which_kept_passage_was_cut():
+    whole = Passage("p3", "Virginia borders West Virginia. It has a coast.", "Virginia")
+    cut = KeptPassage(
+        Passage("p3", "Virginia borders West Virginia.", "Virginia"),
+        3,
+        KeepReason.QUERY_ENTITY,
+        full_text=whole.text,
+    )
+    top = KeptPassage(Passage("p1", "West Virginia is a state.", "WV"), 1, KeepReason.TOP_N)
+    item = {"question": "q", "answer": "a", "paragraphs": []}
+    out = io.StringIO()
+    result = MiningResult("q", [], [top, cut], [], 0)
+    print_result(1, 1, item, [top.passage, whole], result, "none", out=out)
+    lines = out.getvalue().splitlines()
+    # 31 of 47 characters, counted by hand; the top-N passage is whole and says nothing.
+    assert any(
+        line.startswith("  [3] Virginia")
+        and line.endswith("; cut to its evidence sentences (31 of 47 chars)")
+        for line in lines
+    )
+    assert not any(line.startswith("  [1] WV") and "cut to" in line for line in lines)

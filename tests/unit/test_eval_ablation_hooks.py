@@ -135,3 +135,27 @@ def test_chain_block_variants_reuse_one_mining_and_differ_only_in_the_block():
     assert outputs[3].info["reused_chains"]
     assert outputs[3].chain_text == outputs[0].chain_text
     assert "Van Hook Township - in -> Mountrail - capital -> Stanley" in outputs[3].chain_text
+
+
+def test_the_whole_passage_method_hands_on_what_the_default_cuts():
+    from neocorrag_core.eval import BuildContext, MethodInput, build_methods
+
+    long_p3 = "Mountrail capital is Stanley. The region grows wheat."
+    passages = [
+        Passage("p1", "t1", metadata={"triples": [["Van Hook Township", "in", "Mountrail"]]}),
+        Passage("p2", "t2", metadata={"triples": [["Paris", "capital of", "France"]]}),
+        Passage("p3", long_p3, metadata={"triples": [["Mountrail", "capital", "Stanley"]]}),
+    ]
+    miner = EvidenceChainMiner(
+        MinerConfig(tau_edge=0.1, tau_boost=0.1, top_n=1), embedder=bag_of_words_embedder()
+    )
+    default, whole = build_methods(
+        ["neocorrag-recall", "neocorrag-recall-whole"], BuildContext(miner)
+    )
+    question = "What is the capital of Mountrail where Van Hook Township is?"
+    call = MethodInput(question, passages, lambda query, k: passages[:k], len(passages))
+    cut, kept_whole = default.refine(call), whole.refine(call)
+    assert [p.id for p in cut.passages] == [p.id for p in kept_whole.passages]
+    texts = {p.id: p.text for p in cut.passages}
+    assert "p3" in texts and texts["p3"] == "Mountrail capital is Stanley."
+    assert {p.id: p.text for p in kept_whole.passages}["p3"] == long_p3

@@ -6,7 +6,8 @@ import pytest
 
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.errors import ConfigError
-from neocorrag_core.focus import evidence_sentences, focus_kept
+from neocorrag_core.eval.refiners import method_version
+from neocorrag_core.focus import FOCUS_RULES, evidence_sentences, focus_kept
 from neocorrag_core.types import EvidenceChain, KeepReason, KeptPassage, Passage, Triple
 
 SNOW = Passage(
@@ -27,6 +28,51 @@ def test_evidence_sentences_are_the_lead_and_those_naming_an_entity():
     assert evidence_sentences(text, ["Snow"]) == "A is first. The snow fell."
     assert evidence_sentences(text, []) == "A is first."
     assert evidence_sentences("", ["Snow"]) == ""
+
+
+def test_sentences_that_state_a_relation_word_of_the_question_are_kept():
+    # Hand-checked: "born" covers "birth" (a listed equivalent), "directed" covers
+    # "director" (the same first five letters); the appearances sentence covers neither.
+    text = (
+        "Henry Edwards was an English actor. He appeared in 81 films. "
+        "He also directed 67 films. He was born in Weston-super-Mare."
+    )
+    assert evidence_sentences(text, [], ["birth"]) == (
+        "Henry Edwards was an English actor. He was born in Weston-super-Mare."
+    )
+    assert evidence_sentences(text, [], ["birth", "director"]) == (
+        "Henry Edwards was an English actor. He also directed 67 films. "
+        "He was born in Weston-super-Mare."
+    )
+    assert evidence_sentences(text, [], []) == "Henry Edwards was an English actor."
+
+
+def test_focus_keeps_the_relation_the_question_asks_for():
+    # "Who is the spouse of ...": "spouse" is a relation word, "married" its equivalent,
+    # so the sentence that names only the subject's wife stays; without the question
+    # (rules focus-1) it was cut.
+    director = Passage(
+        "p4",
+        title="Jacques Rivette",
+        text="Jacques Rivette was a French film director. He made 29 films. "
+        "Rivette was briefly married to Marilù Parolini.",
+    )
+    kept = [KeptPassage(SONG, 1, KeepReason.TOP_N), KeptPassage(director, 2, KeepReason.BRIDGE)]
+    question = "Who is the spouse of the director of film Up, Down, Fragile?"
+    out = focus_kept(kept, {"p1": [BY], "p4": []}, ["Up, Down, Fragile"], [], question)
+    assert out[1].passage.text == (
+        "Jacques Rivette was a French film director. "
+        "Rivette was briefly married to Marilù Parolini."
+    )
+    names_only = focus_kept(kept, {"p1": [BY], "p4": []}, ["Up, Down, Fragile"], [])
+    assert names_only[1].passage.text == "Jacques Rivette was a French film director."
+
+
+def test_cached_records_of_focused_methods_name_the_sentence_rules():
+    assert FOCUS_RULES in method_version("neocorrag-recall-focused")
+    assert FOCUS_RULES in method_version("neocorrag-recall-focused-no-chains")
+    assert FOCUS_RULES in method_version("neocorrag-recall")  # the default cuts too
+    assert FOCUS_RULES not in method_version("neocorrag-recall-whole")
 
 
 def test_linked_passages_are_cut_and_top_n_ones_never():
@@ -60,6 +106,6 @@ def test_a_passage_is_left_whole_when_the_cut_would_drop_nothing():
 
 
 def test_passage_focus_is_validated():
-    assert MinerConfig().passage_focus == "none"
+    assert MinerConfig().passage_focus == "linked"
     with pytest.raises(ConfigError, match="passage_focus"):
         MinerConfig(passage_focus="all")  # type: ignore[arg-type]
