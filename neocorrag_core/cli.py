@@ -214,6 +214,7 @@ def run_demo(args: argparse.Namespace) -> int:
         print(f"  {lm.name} ready in {seconds:.1f} s, {dtype}", file=sys.stderr)
         print(f"  float format: {lm.dtype_reason}", file=sys.stderr)
     kept_gold = retrieved_gold = kept_total = retrieved_total = 0
+    chars_before = chars_after = 0
     for i, item in enumerate(questions, start=1):
         passages = [
             Passage(
@@ -232,12 +233,14 @@ def run_demo(args: argparse.Namespace) -> int:
         kept_gold += len(gold & {p.id for p in result.passages})
         retrieved_total += len(retrieved)
         kept_total += len(result.passages)
+        chars_before += sum(len(p.text) + len(p.title) + 2 for p in retrieved)
+        chars_after += len(result.context())
     n = len(questions)
     print(RULE)
     print(
         f"Summary over {n} question(s): passages to the reader {retrieved_total / n:.1f} -> "
         f"{kept_total / n:.1f} per question; gold passages kept {kept_gold}/{retrieved_gold} "
-        "of those retrieved."
+        f"of those retrieved; context {chars_before:,} -> {chars_after:,} characters."
     )
     return 0
 

@@ -22,7 +22,7 @@ EntityMode = Literal["auto", "ngram", "spacy"]
 SearchMode = Literal["activated", "naive"]
 PromptContext = Literal["passages", "sentences"]
 KeepMode = Literal["recall", "balanced", "precise", "paper"]
-PassageFocus = Literal["none", "linked"]
+PassageFocus = Literal["none", "linked", "all"]
 
 _POSITIVE_INTS = (
     "max_path_length",
@@ -134,17 +134,18 @@ class MinerConfig:
             keep mode's (only ``"paper"``).
         filter_passages: ``False`` is the ablation "w/o Document Filtering" (Table 2):
             every passage is kept (marked passthrough) and the chains are still added.
-        passage_focus: ``"linked"`` (default since ``miner-5``) cuts each passage kept
-            below the top-N (about a query entity, a bridge, chain-cited) to its lead
-            sentence, the sentences naming a question entity, an entity it shares with
-            another kept passage or an entity of a chosen chain's triple it supplied, and
-            the sentences stating one of the question's relation words
+        passage_focus: ``"all"`` (default since ``miner-6``) cuts every kept passage to
+            its lead sentence, the sentences naming a question entity, an entity it shares
+            with another kept passage or an entity of a chosen chain's triple it supplied,
+            and the sentences stating one of the question's relation words
             (:mod:`neocorrag_core.focus`); the cut ones keep their whole text in
-            ``KeptPassage.full_text``. ``"none"`` hands on every kept passage whole.
-            Chosen on the tune half: the same F1 as whole passages with 5-13 % fewer
-            reader tokens; held out with the 1.5B reader the same F1 and a token cut
-            against the unrefined top-5 of 36 / 30 / 26 % (MuSiQue / HotpotQA / 2Wiki)
-            instead of 33 / 25 / 18 % (docs/benchmarks.md, "Passage focus that keeps the
+            ``KeptPassage.full_text``. ``"linked"`` cuts only the passages kept below the
+            top-N (about a query entity, a bridge, chain-cited); ``"none"`` hands on every
+            kept passage whole. Chosen on the tune half (the F1 of whole passages; reader
+            tokens -32 to -40 % against the unrefined top-5, whole passages -15 to -31 %);
+            held out with the 1.5B reader F1 +3.1 / +2.0 / +6.6 against the top-5 with
+            44 / 34 / 33 % fewer reader tokens on MuSiQue / HotpotQA / 2Wiki (whole
+            passages: 33 / 25 / 18 %; docs/benchmarks.md, "Passage focus that keeps the
             relation").
 
     Output
@@ -198,7 +199,7 @@ class MinerConfig:
     top_n: int | None = None
     chain_support: bool | None = None
     filter_passages: bool = True
-    passage_focus: PassageFocus = "linked"
+    passage_focus: PassageFocus = "all"
 
     chain_format: ChainFormat = "linking"
 
@@ -223,7 +224,7 @@ class MinerConfig:
         check_bool(owner, "chain_support", self.chain_support, optional=True)
         check_choice(owner, "keep", self.keep, KEEP_MODES)
         check_choice(owner, "chain_format", self.chain_format, CHAIN_FORMATS)
-        check_choice(owner, "passage_focus", self.passage_focus, ("none", "linked"))
+        check_choice(owner, "passage_focus", self.passage_focus, ("none", "linked", "all"))
         check_choice(owner, "decoding", self.decoding, ("beam", "rank", "none"))
         check_choice(owner, "prompt_context", self.prompt_context, ("passages", "sentences"))
         check_choice(owner, "search", self.search, ("activated", "naive"))

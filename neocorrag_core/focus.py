@@ -1,15 +1,16 @@
-"""Stage c, optional last step: cut the passages kept by a link to their evidence sentences.
+"""Stage c, last step: cut the kept passages to their evidence sentences.
 
-The keep rules (:mod:`neocorrag_core.refine`) decide *which* passages stay; a passage kept
-below the top-N because it is about a query entity or bridges to a kept one is usually a
-whole encyclopedia paragraph of which one or two sentences carry the hop. On the dev
-split those passages were a fifth to a third of the reader's tokens
-(docs/benchmarks.md, "A compact chain block"). ``MinerConfig(passage_focus="linked")``
-keeps of each such passage its lead sentence (what the passage is about), the
-sentences that name a question entity, an entity it shares with another kept passage, or
-an entity of a chosen chain's triple it supplied, and the sentences that state one of the
-question's relation words (rules ``focus-2``). The top-N passages are never cut, and a
-passage is left whole when the cut would drop nothing. Pure string work on the triples
+The keep rules (:mod:`neocorrag_core.refine`) decide *which* passages stay; a kept passage
+is usually a whole encyclopedia paragraph of which one or two sentences carry the hop. On
+the dev split the passages kept below the top-N alone were a fifth to a third of the
+reader's tokens (docs/benchmarks.md, "A compact chain block"). A cut passage keeps its
+lead sentence (what the passage is about), the sentences that name a question entity, an
+entity it shares with another kept passage, or an entity of a chosen chain's triple it
+supplied, and the sentences that state one of the question's relation words (rules
+``focus-2``). ``MinerConfig(passage_focus="all")`` (the default) cuts every kept passage,
+``"linked"`` only those kept below the top-N (about a query entity, a bridge,
+chain-cited), ``"none"`` none. A passage is left whole when the cut would drop nothing,
+and a pass-through (no filtering evidence) is never cut. Pure string work on the triples
 the miner already has; no model call.
 
 Why the relation words (``focus-2``): a hop's answer is often a sentence that names
@@ -25,7 +26,7 @@ listed equivalent such as "married" for "spouse").
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from neocorrag_core.evireform.relations import covers, relation_words
@@ -35,7 +36,11 @@ from neocorrag_core.rendering import split_sentences
 from neocorrag_core.types import EvidenceChain, KeepReason, KeptPassage, Triple
 
 FOCUSED_REASONS = (KeepReason.QUERY_ENTITY, KeepReason.BRIDGE, KeepReason.CHAIN)
-"""The keep reasons whose passages may be cut (never ``TOP_N`` or ``PASSTHROUGH``)."""
+"""The keep reasons whose passages ``passage_focus="linked"`` cuts (not ``TOP_N``)."""
+
+ALL_FOCUSED_REASONS = (KeepReason.TOP_N, *FOCUSED_REASONS)
+"""``passage_focus="all"`` (the default): the top-N passages are cut too (never
+``PASSTHROUGH``)."""
 
 FOCUS_RULES = "focus-2"
 """Names the sentence rules; a cached eval record of a focused method is rerun when it
@@ -66,8 +71,9 @@ def focus_kept(
     query_entities: Sequence[str],
     chains: Sequence[EvidenceChain],
     question: str = "",
+    reasons: Collection[KeepReason] = FOCUSED_REASONS,
 ) -> list[KeptPassage]:
-    """``kept`` with each passage kept for a :data:`FOCUSED_REASONS` reason cut to its
+    """``kept`` with each passage kept for one of ``reasons`` cut to its
     :func:`evidence_sentences`; the cut ones carry their whole text in ``full_text``.
 
     Args:
@@ -79,6 +85,8 @@ def focus_kept(
         question: the question; the sentences that state one of its relation words
             (:func:`~neocorrag_core.evireform.relations.relation_words`) are kept. Empty:
             the ``focus-1`` rules (names only).
+        reasons: the keep reasons whose passages are cut (:data:`FOCUSED_REASONS`, or
+            :data:`ALL_FOCUSED_REASONS` to cut the top-N passages too).
     """
     questions = {e for e in query_entities if is_name(e)}
     relations = relation_words(question) if question else []
@@ -87,7 +95,7 @@ def focus_kept(
     spread = Counter(key for k in kept for key in entity_keys(triples_of.get(k.passage.id, ())))
     out: list[KeptPassage] = []
     for item in kept:
-        if item.reason not in FOCUSED_REASONS:
+        if item.reason not in reasons:
             out.append(item)
             continue
         own = triples_of.get(item.passage.id, ())
@@ -103,4 +111,10 @@ def focus_kept(
     return out
 
 
-__all__ = ["FOCUSED_REASONS", "FOCUS_RULES", "evidence_sentences", "focus_kept"]
+__all__ = [
+    "ALL_FOCUSED_REASONS",
+    "FOCUSED_REASONS",
+    "FOCUS_RULES",
+    "evidence_sentences",
+    "focus_kept",
+]

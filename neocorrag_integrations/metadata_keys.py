@@ -41,8 +41,8 @@ TIMINGS = "neocorrag_timings"
 """Run metadata: seconds per engine stage."""
 FOCUSED = "neocorrag_focused"
 """``True`` on a document whose text was cut to its evidence sentences
-(``MinerConfig.passage_focus="linked"``, the default: documents kept below the top-N);
-absent on whole documents."""
+(``MinerConfig.passage_focus``: ``"all"``, the default, or ``"linked"``); absent on
+documents handed on whole."""
 
 RUN_KEYS = (CHAINS, DROPPED_RANKS, DROPPED_IDS, NUM_CANDIDATES, TIMINGS)
 """The keys that describe the whole call rather than one document (see

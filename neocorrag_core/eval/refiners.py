@@ -13,11 +13,12 @@
   (``"linking"``, the default since ``miner-4``, named for runs that compare formats);
   ``neocorrag-recall-compact-chains``: every chain, each fact once (``"compact"``, the
   default before);
-  ``neocorrag-recall-focused`` (``-no-chains``): the linked passages cut to their evidence
-  sentences (``passage_focus="linked"``, the default since ``miner-5``), with the default
-  block (without a block; the compact block until ``miner-4``);
-  ``neocorrag-recall-whole``: every kept passage whole (``passage_focus="none"``, the
-  default before ``miner-5``).
+  ``neocorrag-recall-focused`` (``-no-chains``): the passages kept below the top-N cut to
+  their evidence sentences (``passage_focus="linked"``, the default of ``miner-5``), with
+  the default block (without a block; the compact block until ``miner-4``);
+  ``neocorrag-recall-focused-all``: every kept passage cut (``passage_focus="all"``, the
+  default since ``miner-6``); ``neocorrag-recall-whole``: every kept passage whole
+  (``passage_focus="none"``, the default before ``miner-5``).
 * Ablations of the paper's Table 2, all with beam decoding:
   ``ablation-naive-search`` (``MinerConfig.search="naive"``),
   ``ablation-free-decoding`` (beam search without the trie, see
@@ -53,6 +54,7 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
     "neocorrag-recall-compact-chains": {"keep": "recall", "chain_format": "compact"},
     "neocorrag-recall-whole": {"keep": "recall", "passage_focus": "none"},
     "neocorrag-recall-focused": {"keep": "recall", "passage_focus": "linked"},
+    "neocorrag-recall-focused-all": {"keep": "recall", "passage_focus": "all"},
     "neocorrag-recall-focused-no-chains": {
         "keep": "recall",
         "passage_focus": "linked",
@@ -62,7 +64,7 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
 """The miner's per-method config overrides."""
 
 
-MINER_OUTPUT_VERSION = "miner-5"
+MINER_OUTPUT_VERSION = "miner-6"
 """Bumped when a default of the miner changes what it hands the reader (a keep rule, the
 chain block), so the cached records of every miner method rerun; a new setting that is
 off by default needs no bump. ``miner-1``: the compact chain block; ``miner-2``: Latin
@@ -70,7 +72,8 @@ accents folded in entity keys, link keep rules applied when no chain is found;
 ``miner-3``: comparison questions keep the compared passages (``refine_passages``);
 ``miner-4``: the linking chain block (``chain_format="linking"``) by default;
 ``miner-5``: linked passages cut to their evidence sentences
-(``passage_focus="linked"``) by default."""
+(``passage_focus="linked"``) by default; ``miner-6``: every kept passage cut
+(``passage_focus="all"``) by default."""
 
 
 def method_version(name: str) -> str:

@@ -129,7 +129,12 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
     _miner_method(
         "neocorrag-recall-focused",
         "neocorrag, keep='recall' with linked passages cut to their evidence sentences "
-        "(passage_focus='linked', the default)",
+        "(passage_focus='linked')",
+    ),
+    _miner_method(
+        "neocorrag-recall-focused-all",
+        "neocorrag-recall-focused with the top-N passages cut too (passage_focus='all', "
+        "the default)",
     ),
     _miner_method(
         "neocorrag-recall-focused-no-chains",

@@ -573,34 +573,43 @@ def test_keep_dial_reaches_the_engine_and_the_metadata(h):
         make(h, keep="everything")
 
 
-def test_linked_documents_can_be_cut_to_their_evidence_sentences(h):
+def test_kept_documents_are_cut_to_their_evidence_sentences(h):
     from neocorrag_integrations.metadata_keys import FOCUSED
 
+    long_p1 = CORPUS[0][2] + " Its post office closed in 1957."
     long_p4 = (
         "Mountrail County is a county in North Dakota. The county seat of Mountrail County is "
         "Stanley. The region grows wheat and barley."
     )
-    corpus = [(pid, t, long_p4 if pid == "p4" else x, tr) for pid, t, x, tr in CORPUS]
-    focused = make(h, miner_config={**MINER_CONFIG, "passage_focus": "linked"})
-    out = h.run(focused, h.docs(corpus), QUERY)
-    by_id = {h.id(d): d for d in out[1:]}
-    assert list(by_id) == KEPT_IDS
-    # p4 is kept below the top-2 (it supplies the chain's second hop): its lead and the
-    # sentence naming the chain's entities stay, the crop sentence goes.
-    assert h.text(by_id["p4"]) == (
+    long = {"p1": long_p1, "p4": long_p4}
+    corpus = [(pid, t, long.get(pid, x), tr) for pid, t, x, tr in CORPUS]
+
+    def run(focus: str | None) -> dict[str, Any]:
+        config = MINER_CONFIG if focus is None else {**MINER_CONFIG, "passage_focus": focus}
+        out = h.run(make(h, miner_config=config), h.docs(corpus), QUERY)
+        return {h.id(d): d for d in out[1:]}
+
+    # "linked": p4 is kept below the top-2 (it supplies the chain's second hop): its lead
+    # and the sentence naming the chain's entities stay, the crop sentence goes; the top-2
+    # documents stay whole.
+    linked = run("linked")
+    assert list(linked) == KEPT_IDS
+    assert h.text(linked["p4"]) == (
         "Mountrail County is a county in North Dakota. The county seat of Mountrail County is "
         "Stanley."
     )
-    assert h.metadata(by_id["p4"])[FOCUSED] is True
-    assert h.text(by_id["p1"]) == CORPUS[0][2] and FOCUSED not in h.metadata(by_id["p1"])
-    # On by default (miner-5): the default config cuts the same way ...
-    default = {h.id(d): d for d in h.run(make(h), h.docs(corpus), QUERY)[1:]}
-    assert h.text(default["p4"]) == h.text(by_id["p4"])
-    # ... and "none" hands every document on whole.
-    whole_config = {**MINER_CONFIG, "passage_focus": "none"}
-    whole_out = h.run(make(h, miner_config=whole_config), h.docs(corpus), QUERY)
-    whole = {h.id(d): d for d in whole_out[1:]}
+    assert h.metadata(linked["p4"])[FOCUSED] is True
+    assert h.text(linked["p1"]) == long_p1 and FOCUSED not in h.metadata(linked["p1"])
+    # The default ("all", miner-6) cuts the top-2 too: p1's post-office sentence names
+    # nothing of the question or the other documents and states no relation word.
+    default = run(None)
+    assert list(default) == KEPT_IDS
+    assert h.text(default["p1"]) == CORPUS[0][2] and h.metadata(default["p1"])[FOCUSED] is True
+    assert h.text(default["p4"]) == h.text(linked["p4"])
+    # "none" hands every document on whole.
+    whole = run("none")
     assert h.text(whole["p4"]) == long_p4 and FOCUSED not in h.metadata(whole["p4"])
+    assert h.text(whole["p1"]) == long_p1 and FOCUSED not in h.metadata(whole["p1"])
 
 
 @pytest.mark.parametrize(

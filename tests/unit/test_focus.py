@@ -7,7 +7,7 @@ import pytest
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.errors import ConfigError
 from neocorrag_core.eval.refiners import method_version
-from neocorrag_core.focus import FOCUS_RULES, evidence_sentences, focus_kept
+from neocorrag_core.focus import ALL_FOCUSED_REASONS, FOCUS_RULES, evidence_sentences, focus_kept
 from neocorrag_core.types import EvidenceChain, KeepReason, KeptPassage, Passage, Triple
 
 SNOW = Passage(
@@ -106,6 +106,27 @@ def test_a_passage_is_left_whole_when_the_cut_would_drop_nothing():
 
 
 def test_passage_focus_is_validated():
-    assert MinerConfig().passage_focus == "linked"
+    assert MinerConfig().passage_focus == "all"
     with pytest.raises(ConfigError, match="passage_focus"):
-        MinerConfig(passage_focus="all")  # type: ignore[arg-type]
+        MinerConfig(passage_focus="every")  # type: ignore[arg-type]
+
+
+def test_focus_all_cuts_the_top_n_passages_too():
+    long_song = Passage(
+        "p1",
+        title="Hello Love",
+        text="Hello Love is a 1974 single by Hank Snow. It reached number one. "
+        "The B-side was a waltz.",
+    )
+    kept = [KeptPassage(long_song, 1, KeepReason.TOP_N), KeptPassage(SNOW, 2, KeepReason.BRIDGE)]
+    triples_of = {"p1": [BY], "p2": [SEAT, OPRY]}
+    question = "Who performed Hello Love?"
+    linked = focus_kept(kept, triples_of, ["Hello Love"], [], question)
+    assert linked[0] == kept[0]  # the default never cuts a top-N passage
+    everything = focus_kept(kept, triples_of, ["Hello Love"], [], question, ALL_FOCUSED_REASONS)
+    # Rank 1 keeps its lead (naming "Hello Love" and the shared "Hank Snow"); the chart and
+    # B-side sentences name nothing and state no relation word ("performed").
+    assert everything[0].passage.text == "Hello Love is a 1974 single by Hank Snow."
+    assert everything[0].full_text == long_song.text
+    assert everything[1] == linked[1]
+    assert MinerConfig(passage_focus="all").passage_focus == "all"
