@@ -146,7 +146,10 @@ class MinerConfig:
             held out with the 1.5B reader F1 +3.1 / +2.0 / +6.6 against the top-5 with
             44 / 34 / 33 % fewer reader tokens on MuSiQue / HotpotQA / 2Wiki (whole
             passages: 33 / 25 / 18 %; docs/benchmarks.md, "Passage focus that keeps the
-            relation").
+            relation"). The cut is a word rule: a sentence that neither names a kept
+            entity nor repeats a relation word of the question is lost ("Its population
+            was 1,458" for "How many people live in Stanley?", "He passed away in 1999"
+            for "When did X die?"); use ``"none"`` where such answers matter.
 
     Output
         chain_format: how the chain block handed to the reader is written.

@@ -31,6 +31,7 @@ from neocorrag_core.evireform import (
     ReformulationResult,
     SearchFn,
 )
+from neocorrag_core.focus import FOCUS_RULES
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.types import Passage
 
@@ -166,7 +167,9 @@ def method_version(name: str) -> str:
     reruns the records it changes)."""
     config = ReformulationConfig().with_overrides(**VARIANTS.get(name, {}))
     digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()
-    return f"{RULES_VERSION} {MINER_OUTPUT_VERSION} config {digest[:12]}"
+    # The miner also cuts the passages it keeps (evireform-neocorrag): its sentence rules
+    # are part of what reaches the reader.
+    return f"{RULES_VERSION} {MINER_OUTPUT_VERSION} {FOCUS_RULES} config {digest[:12]}"
 
 
 def build(name: str, context: BuildContext) -> EviReformMethod:

@@ -19,6 +19,11 @@
   ``neocorrag-recall-focused-all``: every kept passage cut (``passage_focus="all"``, the
   default since ``miner-6``); ``neocorrag-recall-whole``: every kept passage whole
   (``passage_focus="none"``, the default before ``miner-5``).
+* Since ``miner-6`` every miner method above cuts its kept passages to their evidence
+  sentences (the default ``passage_focus="all"``) except ``neocorrag-recall-whole``;
+  ``ablation-free-decoding`` keeps whole passages (it refines without the miner), so
+  compare it with ``--miner passage_focus=none`` runs, and ``neocorrag-paper`` is Eq. 8's
+  keep rule with the cut, not the published context.
 * Ablations of the paper's Table 2, all with beam decoding:
   ``ablation-naive-search`` (``MinerConfig.search="naive"``),
   ``ablation-free-decoding`` (beam search without the trie, see

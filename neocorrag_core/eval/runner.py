@@ -318,7 +318,7 @@ def score_record(
         "gold_ids": gold,
         "retrieved_ids": [p.id for p in retrieved],
         "context_ids": ids,
-        # A passage the method cut (passage_focus="linked") is replayed from this text, not
+        # A passage the method cut (MinerConfig.passage_focus) is replayed from this text, not
         # from its id, which names the whole passage.
         "context_texts": _cut_texts(retrieved, output.passages),
         "chain_text": output.chain_text,

@@ -142,7 +142,11 @@ def test_the_whole_passage_method_hands_on_what_the_default_cuts():
 
     long_p3 = "Mountrail capital is Stanley. The region grows wheat."
     passages = [
-        Passage("p1", "t1", metadata={"triples": [["Van Hook Township", "in", "Mountrail"]]}),
+        Passage(
+            "p1",
+            "Van Hook Township is in Mountrail. Its post office closed in 1957.",
+            metadata={"triples": [["Van Hook Township", "in", "Mountrail"]]},
+        ),
         Passage("p2", "t2", metadata={"triples": [["Paris", "capital of", "France"]]}),
         Passage("p3", long_p3, metadata={"triples": [["Mountrail", "capital", "Stanley"]]}),
     ]
@@ -159,3 +163,6 @@ def test_the_whole_passage_method_hands_on_what_the_default_cuts():
     texts = {p.id: p.text for p in cut.passages}
     assert "p3" in texts and texts["p3"] == "Mountrail capital is Stanley."
     assert {p.id: p.text for p in kept_whole.passages}["p3"] == long_p3
+    # The default ("all") cuts the top-1 passage too; the whole-passage method does not.
+    assert texts["p1"] == "Van Hook Township is in Mountrail."
+    assert {p.id: p.text for p in kept_whole.passages}["p1"].endswith("closed in 1957.")

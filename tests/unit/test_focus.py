@@ -1,4 +1,4 @@
-"""Cutting the passages kept by a link to their evidence sentences (``passage_focus``)."""
+"""Cutting the kept passages to their evidence sentences (``passage_focus``)."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def test_focus_all_cuts_the_top_n_passages_too():
     triples_of = {"p1": [BY], "p2": [SEAT, OPRY]}
     question = "Who performed Hello Love?"
     linked = focus_kept(kept, triples_of, ["Hello Love"], [], question)
-    assert linked[0] == kept[0]  # the default never cuts a top-N passage
+    assert linked[0] == kept[0]  # "linked" never cuts a top-N passage
     everything = focus_kept(kept, triples_of, ["Hello Love"], [], question, ALL_FOCUSED_REASONS)
     # Rank 1 keeps its lead (naming "Hello Love" and the shared "Hank Snow"); the chart and
     # B-side sentences name nothing and state no relation word ("performed").
@@ -130,3 +130,10 @@ def test_focus_all_cuts_the_top_n_passages_too():
     assert everything[0].full_text == long_song.text
     assert everything[1] == linked[1]
     assert MinerConfig(passage_focus="all").passage_focus == "all"
+
+
+def test_focus_all_never_cuts_a_passage_passed_through():
+    # No filtering evidence: the passages pass through whole whatever the focus setting.
+    kept = [KeptPassage(SNOW, 1, KeepReason.PASSTHROUGH)]
+    out = focus_kept(kept, {"p2": [SEAT]}, ["Nashville"], [], "Who moved?", ALL_FOCUSED_REASONS)
+    assert out == kept and out[0].full_text is None
