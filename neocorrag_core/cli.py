@@ -180,7 +180,7 @@ def print_result(
     if result.chains and not result.chain_text and result.chain_format == "linking":
         w("Chain block: none (each chosen chain is a fact one kept passage states whole)")
     context = result.context()
-    before = sum(len(p.text) + len(p.title) + 2 for p in retrieved)
+    before = _passage_chars(retrieved)
     w(f"Answer-ready context ({len(context)} chars; the retrieved passages were {before}):")
     for line in context.splitlines():
         w("  | " + _short(line, 110) if line else "  |")
@@ -189,6 +189,11 @@ def print_result(
     if result.prompt_tokens or result.generated_tokens:
         w(f"LM tokens: {result.prompt_tokens} prompt, {result.generated_tokens} generated")
     w()
+
+
+def _passage_chars(passages: Sequence[Passage]) -> int:
+    """Characters of ``passages`` as a context would hold them ("title: text", one each)."""
+    return sum(len(p.text) + len(p.title) + 2 for p in passages)
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -233,7 +238,7 @@ def run_demo(args: argparse.Namespace) -> int:
         kept_gold += len(gold & {p.id for p in result.passages})
         retrieved_total += len(retrieved)
         kept_total += len(result.passages)
-        chars_before += sum(len(p.text) + len(p.title) + 2 for p in retrieved)
+        chars_before += _passage_chars(retrieved)
         chars_after += len(result.context())
     n = len(questions)
     print(RULE)

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from neocorrag_core.evireform.relations import covers, relation_words
+from neocorrag_core.evireform.relations import covered_stems, relation_words
 from neocorrag_core.graph import normalize_entity
 from neocorrag_core.links import entity_keys, is_name, mentions
 from neocorrag_core.rendering import split_sentences
@@ -41,6 +41,9 @@ FOCUSED_REASONS = (KeepReason.QUERY_ENTITY, KeepReason.BRIDGE, KeepReason.CHAIN)
 ALL_FOCUSED_REASONS = (KeepReason.TOP_N, *FOCUSED_REASONS)
 """``passage_focus="all"`` (the default): the top-N passages are cut too (never
 ``PASSTHROUGH``)."""
+
+CUT_REASONS = {"linked": FOCUSED_REASONS, "all": ALL_FOCUSED_REASONS}
+"""The keep reasons each ``MinerConfig.passage_focus`` setting cuts (``"none"``: none)."""
 
 FOCUS_RULES = "focus-2"
 """Names the sentence rules; a cached eval record of a focused method is rerun when it
@@ -54,13 +57,15 @@ def evidence_sentences(text: str, names: Iterable[str], relations: Sequence[str]
     ``relations`` (:func:`~neocorrag_core.evireform.relations.covers`), in order, joined by
     single spaces."""
     keys = {normalize_entity(n) for n in names} - {""}
+    # The same test as relations.covers, with the relation words' stems built once.
+    wanted = covered_stems(relations)
     sentences = split_sentences(text)
     chosen = [
         s
         for i, s in enumerate(sentences)
         if i == 0
         or any(mentions(normalize_entity(s), key) for key in keys)
-        or (relations and covers(s, relations))
+        or bool(wanted & covered_stems([s]))
     ]
     return " ".join(chosen)
 
@@ -113,6 +118,7 @@ def focus_kept(
 
 __all__ = [
     "ALL_FOCUSED_REASONS",
+    "CUT_REASONS",
     "FOCUSED_REASONS",
     "FOCUS_RULES",
     "evidence_sentences",

@@ -13,7 +13,7 @@ from neocorrag_core.config import MinerConfig
 from neocorrag_core.diagnosis import loss_stages
 from neocorrag_core.entities import QueryEntityExtractor
 from neocorrag_core.errors import InputError
-from neocorrag_core.focus import ALL_FOCUSED_REASONS, FOCUSED_REASONS, focus_kept
+from neocorrag_core.focus import CUT_REASONS, focus_kept
 from neocorrag_core.generation import text_token_ids
 from neocorrag_core.graph import EvidenceGraph
 from neocorrag_core.links import is_comparison, link_passages
@@ -193,8 +193,8 @@ class EvidenceChainMiner:
                     max_hops=config.max_hops,
                 )
                 dropped = [replace(d, stage=stages.get(d.passage.id)) for d in dropped]
-                if config.passage_focus != "none":
-                    cut = ALL_FOCUSED_REASONS if config.passage_focus == "all" else FOCUSED_REASONS
+                if config.passage_focus in CUT_REASONS:
+                    cut = CUT_REASONS[config.passage_focus]
                     kept = focus_kept(kept, triples_by_id, entities, chains, query, cut)
             return MiningResult(
                 query,
