@@ -20,6 +20,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -179,6 +180,10 @@ def print_result(
         w("  (none)")
     if result.chains and not result.chain_text and result.chain_format == "linking":
         w("Chain block: none (each chosen chain is a fact one kept passage states whole)")
+    every_line = replace(result, max_chain_lines=None).chain_text
+    if every_line != result.chain_text:
+        total = len(every_line.splitlines()) - 1
+        w(f"Chain block: its first {result.max_chain_lines} of {total} lines (max_chain_lines)")
     context = result.context()
     before = _passage_chars(retrieved)
     w(f"Answer-ready context ({len(context)} chars; the retrieved passages were {before}):")

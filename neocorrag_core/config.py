@@ -168,6 +168,16 @@ class MinerConfig:
             the tune half with the 0.5B reader, where it was chosen; +1.3 / +0.0 / +0.7
             held out with the 1.5B), and compact 25-35 fewer than full ("A compact chain
             block").
+        max_chain_lines: at most this many lines in the chain block (default 2): the
+            lines of the best-scored chains that ``chain_format`` shows, whatever the
+            format; ``None`` shows every line (``chain_format="full",
+            max_chain_lines=None`` is the paper's block). The lines after the second are
+            the leftover steps of low-scored chains ("Majhli Didi - is -> 1967 Bollywood
+            film"). Chosen on the tune half (the F1 of the whole block with 11-12 fewer
+            reader tokens a question; one line lost answers there); held out with the
+            1.5B reader 5-14 fewer tokens a question at F1 +0.0 / -1.1 / +1.5 against the
+            whole block on MuSiQue / HotpotQA / 2Wiki (docs/benchmarks.md, "Two lines of
+            chains").
     """
 
     tau_node: float = 0.90
@@ -205,6 +215,7 @@ class MinerConfig:
     passage_focus: PassageFocus = "all"
 
     chain_format: ChainFormat = "linking"
+    max_chain_lines: int | None = 2
 
     def __post_init__(self) -> None:
         # Types and finiteness first (ConfigError), so NaN, 2.5 beams or "no" never reach a
@@ -222,6 +233,7 @@ class MinerConfig:
         for name in _POSITIVE_INTS:
             check_int(owner, name, getattr(self, name), minimum=1)
         check_int(owner, "top_n", self.top_n, minimum=0, optional=True)
+        check_int(owner, "max_chain_lines", self.max_chain_lines, minimum=1, optional=True)
         for name in ("include_passages_in_prompt", "filter_passages"):
             check_bool(owner, name, getattr(self, name))
         check_bool(owner, "chain_support", self.chain_support, optional=True)

@@ -204,6 +204,7 @@ class EvidenceChainMiner:
                 len(candidates),
                 candidates=candidates,
                 chain_format=config.chain_format,
+                max_chain_lines=config.max_chain_lines,
                 **found,
                 **extra,
             )

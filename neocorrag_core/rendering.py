@@ -160,6 +160,7 @@ def render_chains(
     *,
     chain_format: ChainFormat = "full",
     kept_ids: Collection[str] = (),
+    max_lines: int | None = None,
 ) -> str:
     """A numbered block of chains for the answering model; '' when there are none.
 
@@ -177,9 +178,14 @@ def render_chains(
     half: docs/benchmarks.md, "Only the chains that link passages".)
     Lines keep the chain's number in every format, so chain numbers in document metadata
     still point at the right line. ``"none"``: no block ('').
+
+    ``max_lines`` caps the block at its first lines (those of the best-scored chains the
+    format shows); ``None`` shows them all.
     """
     if chain_format not in CHAIN_FORMATS:
         raise ValueError(f"chain_format must be one of {CHAIN_FORMATS}, got {chain_format!r}")
+    if max_lines is not None and max_lines < 1:
+        raise ValueError(f"max_lines must be None or >= 1, got {max_lines!r}")
     if not chains or chain_format == "none":
         return ""
     kept = frozenset(kept_ids)
@@ -188,6 +194,8 @@ def render_chains(
     for i, chain in enumerate(chains, start=1):
         if chain_format == "linking" and _within_one_passage(chain, kept):
             continue
+        if max_lines is not None and len(lines) > max_lines:
+            break
         body = chain.text if chain_format == "full" else _new_steps(chain, stated)
         if body:
             lines.append(f"{i}. {body}")

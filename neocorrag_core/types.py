@@ -194,6 +194,8 @@ class MiningResult(Cost):
     prompt that could not fit (decoding then took the search order)."""
     chain_format: ChainFormat = "linking"
     """How :attr:`chain_text` writes the chains (``MinerConfig.chain_format``)."""
+    max_chain_lines: int | None = 2
+    """At most this many lines in :attr:`chain_text` (``MinerConfig.max_chain_lines``)."""
 
     @property
     def passages(self) -> list[Passage]:
@@ -207,6 +209,7 @@ class MiningResult(Cost):
             self.chains,
             chain_format=self.chain_format,
             kept_ids=[k.passage.id for k in self.kept],
+            max_lines=self.max_chain_lines,
         )
 
     def context(self, *, chains_first: bool = True) -> str:

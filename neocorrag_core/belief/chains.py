@@ -99,7 +99,8 @@ class ChainEvidenceVerifier:
         overrides: dict[str, Any] = {} if self.decoding is None else {"decoding": self.decoding}
         result = self.miner.mine(question, list(passages), **overrides)
         usage = Usage(int(result.prompt_tokens), int(result.generated_tokens))
-        block = replace(result, chain_format=self.chain_format).chain_text
+        # Every line: the miner's line cap is for a reader, like its format.
+        block = replace(result, chain_format=self.chain_format, max_chain_lines=None).chain_text
         if not block:
             return None, usage
         # The title says what the block is; the header would only repeat it.

@@ -53,10 +53,21 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
     **{f"neocorrag-{mode}": {"keep": mode} for mode in KEEP_MODES},
     "ablation-naive-search": {"decoding": "beam", "search": "naive"},
     "ablation-no-filter": {"decoding": "beam", "filter_passages": False},
-    "neocorrag-recall-full-chains": {"keep": "recall", "chain_format": "full"},
+    "neocorrag-recall-full-chains": {
+        "keep": "recall",
+        "chain_format": "full",
+        "max_chain_lines": None,
+    },
     "neocorrag-recall-no-chains": {"keep": "recall", "chain_format": "none"},
     "neocorrag-recall-linking-chains": {"keep": "recall", "chain_format": "linking"},
-    "neocorrag-recall-compact-chains": {"keep": "recall", "chain_format": "compact"},
+    "neocorrag-recall-compact-chains": {
+        "keep": "recall",
+        "chain_format": "compact",
+        "max_chain_lines": None,
+    },
+    "neocorrag-recall-every-chain-line": {"keep": "recall", "max_chain_lines": None},
+    "neocorrag-recall-one-chain": {"keep": "recall", "max_chain_lines": 1},
+    "neocorrag-recall-two-chains": {"keep": "recall", "max_chain_lines": 2},
     "neocorrag-recall-whole": {"keep": "recall", "passage_focus": "none"},
     "neocorrag-recall-focused": {"keep": "recall", "passage_focus": "linked"},
     "neocorrag-recall-focused-all": {"keep": "recall", "passage_focus": "all"},
@@ -69,7 +80,7 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
 """The miner's per-method config overrides."""
 
 
-MINER_OUTPUT_VERSION = "miner-6"
+MINER_OUTPUT_VERSION = "miner-7"
 """Bumped when a default of the miner changes what it hands the reader (a keep rule, the
 chain block), so the cached records of every miner method rerun; a new setting that is
 off by default needs no bump. ``miner-1``: the compact chain block; ``miner-2``: Latin
@@ -78,7 +89,8 @@ accents folded in entity keys, link keep rules applied when no chain is found;
 ``miner-4``: the linking chain block (``chain_format="linking"``) by default;
 ``miner-5``: linked passages cut to their evidence sentences
 (``passage_focus="linked"``) by default; ``miner-6``: every kept passage cut
-(``passage_focus="all"``) by default."""
+(``passage_focus="all"``) by default; ``miner-7``: at most two chain lines
+(``max_chain_lines=2``) by default."""
 
 
 def method_version(name: str) -> str:
@@ -158,6 +170,7 @@ class NeocorragMethod:
         # are applied to the shared result.
         shared = {**self.overrides, "filter_passages": True}
         chain_format = shared.pop("chain_format", self.miner.config.chain_format)
+        lines = shared.pop("max_chain_lines", self.miner.config.max_chain_lines)
         key = (question, tuple(p.id for p in passages), tuple(sorted(shared.items())))
         if any(old[0] != question for old in self.memo):
             self.memo.clear()  # the runner goes question by question: keep memory flat
@@ -165,10 +178,10 @@ class NeocorragMethod:
         if result is None:
             result = self.miner.mine(question, passages, **shared)
             self.memo[key] = result
-            return replace(result, chain_format=chain_format)
+            return replace(result, chain_format=chain_format, max_chain_lines=lines)
         # A reused result: its recorded timings, not this call's ~0 s, are the method's cost.
         timings = {**result.timings, "reused": 1.0}
-        return replace(result, timings=timings, chain_format=chain_format)
+        return replace(result, timings=timings, chain_format=chain_format, max_chain_lines=lines)
 
     def refine(self, call: MethodInput) -> MethodOutput:
         """Mine chains; the kept passages and the chain block go to the reader."""

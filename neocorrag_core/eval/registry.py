@@ -122,6 +122,20 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         "the default before miner-4)",
     ),
     _miner_method(
+        "neocorrag-recall-every-chain-line",
+        "neocorrag, keep='recall' with every line of the chain block (max_chain_lines=None, "
+        "the default before miner-7)",
+    ),
+    _miner_method(
+        "neocorrag-recall-one-chain",
+        "neocorrag, keep='recall' with only the first line of the chain block (max_chain_lines=1)",
+    ),
+    _miner_method(
+        "neocorrag-recall-two-chains",
+        "neocorrag, keep='recall' with the first two lines of the chain block "
+        "(max_chain_lines=2, the default since miner-7)",
+    ),
+    _miner_method(
         "neocorrag-recall-whole",
         "neocorrag, keep='recall' with every kept passage whole (passage_focus='none', "
         "the default before miner-5)",

@@ -209,7 +209,8 @@ def test_without_a_chain_document_the_run_metadata_rides_on_the_first_kept_docum
 
 
 def test_metadata_says_why_each_document_was_kept_and_which_chains_it_supports(h):
-    out = h.run(make(h, miner_config={**MINER_CONFIG, "chain_format": "compact"}), h.docs(), QUERY)
+    every = {**MINER_CONFIG, "max_chain_lines": None}
+    out = h.run(make(h, miner_config={**every, "chain_format": "compact"}), h.docs(), QUERY)
     chain_meta = h.metadata(out[0])
     chains = chain_meta["neocorrag_chains"]
     assert [c["number"] for c in chains] == list(range(1, len(chains) + 1))
@@ -219,10 +220,10 @@ def test_metadata_says_why_each_document_was_kept_and_which_chains_it_supports(h
     for chain in chains:
         for t in chain["triples"]:
             assert t["subject"] in block and t["relation"] in block and t["object"] in block
-    full = h.run(make(h, miner_config={**MINER_CONFIG, "chain_format": "full"}), h.docs(), QUERY)
+    full = h.run(make(h, miner_config={**every, "chain_format": "full"}), h.docs(), QUERY)
     assert all(f"{c['number']}. {c['text']}" in h.text(full[0]) for c in chains)
     # Linking: only the chains no single kept document states whole get a line.
-    linking = make(h, miner_config={**MINER_CONFIG, "chain_format": "linking"})
+    linking = make(h, miner_config={**every, "chain_format": "linking"})
     kept_ranks = {h.metadata(d)["neocorrag_retrieval_rank"] for d in out[1:]}
 
     def inside_one_kept(chain: dict[str, Any]) -> bool:
@@ -232,12 +233,19 @@ def test_metadata_says_why_each_document_was_kept_and_which_chains_it_supports(h
         return bool(common)
 
     linked = h.run(linking, h.docs(), QUERY)
-    assert comparable(h, h.run(make(h), h.docs(), QUERY)) == comparable(h, linked)  # default
     shown = [c for c in chains if not inside_one_kept(c)]
     assert shown and len(shown) < len(chains)  # the fixture has both kinds
     assert ids(h, linked[1:]) == ids(h, out[1:])  # the same documents are kept
     numbers = [line.split(".", 1)[0] for line in h.text(linked[0]).splitlines()[1:]]
     assert numbers == [str(c["number"]) for c in shown]
+    # The default is the linking block cut to its first two lines (here it has two).
+    assert comparable(h, h.run(make(h), h.docs(), QUERY)) == comparable(h, linked)
+    capped = make(h, miner_config={**MINER_CONFIG, "chain_format": "full"})
+    two_lines = h.run(capped, h.docs(), QUERY)
+    every_line = h.text(full[0]).splitlines()
+    assert len(every_line) > 3, "the fixture must have a line for the cap to drop"
+    assert h.text(two_lines[0]).splitlines() == every_line[:3]
+    assert h.metadata(two_lines[0])["neocorrag_chains"] == chains  # metadata: every chain
     assert h.metadata(linked[0])["neocorrag_chains"] == chains  # metadata: every chain
     assert chain_meta["neocorrag_dropped_ids"] == DROPPED_IDS
     assert chain_meta["neocorrag_dropped_ranks"] == [3, 5]

@@ -55,10 +55,24 @@ def test_the_verifier_sees_the_chain_block_first_then_the_passages():
     chain, rest = shown[0], shown[1:]
     assert rest == PASSAGES
     assert chain.id == CHAIN_PASSAGE_ID and chain.title == CHAIN_PASSAGE_TITLE
-    block = replace(mining.mine(QUERY, PASSAGES), chain_format="compact").chain_text
+    result = mining.mine(QUERY, PASSAGES)
+    block = replace(result, chain_format="compact", max_chain_lines=None).chain_text
     assert block.startswith(CHAIN_BLOCK_HEADER)
     assert chain.text == block.removeprefix(CHAIN_BLOCK_HEADER).strip()
     assert "Mountrail County - capital -> Stanley" in chain.text
+
+
+def test_the_verifier_sees_every_chain_line_whatever_the_miners_line_cap():
+    capped = EvidenceChainMiner(
+        MinerConfig(**{**MINER_CONFIG, "max_chain_lines": 1}), embedder=HashedBagOfWords()
+    )
+    assert len(capped.mine(QUERY, PASSAGES).chain_text.splitlines()) <= 2
+    seen_capped, seen_default = Recording(), Recording()
+    ChainEvidenceVerifier(seen_capped, capped).verify(QUERY, PASSAGES, "")
+    ChainEvidenceVerifier(seen_default, miner()).verify(QUERY, PASSAGES, "")
+    text = seen_capped.seen[0][0].text
+    assert text == seen_default.seen[0][0].text
+    assert len(text.splitlines()) > 1  # more lines than the cap lets a reader see
 
 
 def test_the_chain_document_reads_as_a_numbered_document_of_the_verifier_prompt():

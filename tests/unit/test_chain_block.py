@@ -99,6 +99,7 @@ def test_mining_result_renders_with_its_format():
     chains = [_chain([J, M], [True, True]), _chain([J, M, OHIO], [True, True, False])]
     compact = MiningResult("q", chains, [], [], 2, chain_format="compact")
     assert MiningResult("q", chains, [], [], 2).chain_format == MinerConfig().chain_format
+    assert MiningResult("q", chains, [], [], 2).max_chain_lines == MinerConfig().max_chain_lines
     full = MiningResult("q", chains, [], [], 2, chain_format="full")
     assert compact.chain_text.splitlines()[2] == (
         "2. West Virginia <- forms northern borders of - Ohio River"
@@ -159,6 +160,57 @@ def test_linking_keeps_chains_without_sources_or_triples():
     ]
 
 
+def test_a_skipped_line_states_nothing_for_the_lines_after_it():
+    # Chain 1 is inside p3 (kept): no line, so chain 2 still shows V, its link to M.
+    chains = [_chain([V], [False]), _chain([M, V], [True, False])]
+    text = render_chains(chains, chain_format="linking", kept_ids={"p2", "p3"})
+    assert text.splitlines()[1:] == [
+        "2. McDowell County - located in -> West Virginia <- is bordered by - Virginia"
+    ]
+
+
+def test_max_lines_keeps_the_first_lines_the_format_shows():
+    chains = [
+        _chain([V, T], [False, True]),  # inside kept p3: linking shows no line for it
+        _chain([J, M], [True, True]),
+        _chain([J, M], [True, True]),  # nothing new: no line, so it takes no slot
+        _chain([OHIO], [True]),
+        _chain([M, V], [True, False]),
+    ]
+    linking = render_chains(chains, chain_format="linking", kept_ids={"p1", "p2", "p3"})
+    one = render_chains(chains, chain_format="linking", kept_ids={"p1", "p2", "p3"}, max_lines=1)
+    two = render_chains(chains, chain_format="linking", kept_ids={"p1", "p2", "p3"}, max_lines=2)
+    assert linking.splitlines()[1:] == [
+        "2. Johnnycake - located in -> McDowell County - located in -> West Virginia",
+        "4. Ohio River - forms northern borders of -> West Virginia",
+        "5. West Virginia <- is bordered by - Virginia",
+    ]
+    assert one == "\n".join(linking.splitlines()[:2])
+    assert two == "\n".join(linking.splitlines()[:3])
+    full_one = render_chains(chains, chain_format="full", max_lines=1)
+    assert full_one == f"Evidence chains:\n1. {chains[0].text}"
+    assert render_chains(chains, chain_format="linking", max_lines=99) == render_chains(
+        chains, chain_format="linking"
+    )
+
+
+def test_max_lines_must_be_positive():
+    with pytest.raises(ValueError, match="max_lines"):
+        render_chains([_chain([J], [True])], max_lines=0)
+    with pytest.raises(ConfigError, match="max_chain_lines"):
+        MinerConfig(max_chain_lines=0)
+    with pytest.raises(ConfigError, match="max_chain_lines"):
+        MinerConfig(max_chain_lines=1.5)  # type: ignore[arg-type]
+
+
+def test_mining_result_caps_its_block():
+    chains = [_chain([J, M], [True, True]), _chain([OHIO], [True])]
+    result = MiningResult("q", chains, [], [], 2, chain_format="linking", max_chain_lines=1)
+    assert result.chain_text.splitlines()[1:] == [
+        "1. Johnnycake - located in -> McDowell County - located in -> West Virginia"
+    ]
+
+
 def test_mining_result_linking_uses_its_kept_passages():
     chains = [_chain([V, T], [False, True]), _chain([J, M], [True, True])]
     kept = [
@@ -193,6 +245,11 @@ def test_the_demo_says_why_a_question_with_chains_has_no_block():
     assert "Evidence chains:" not in linking
     compact = shown(MiningResult("q", chains, kept, [], 1, chain_format="compact"))
     assert "Chain block: none" not in compact and "Evidence chains:" in compact
+    assert "max_chain_lines" not in compact  # one line: the cap dropped nothing
+    three = [_chain([J], [True]), _chain([M], [True]), _chain([OHIO], [True])]
+    capped = shown(MiningResult("q", three, kept, [], 3, chain_format="compact"))
+    assert "Chain block: its first 2 of 3 lines (max_chain_lines)" in capped
+    assert "| 2. McDowell County" in capped and "| 3. Ohio River" not in capped
 
 
 def test_the_demo_says_which_kept_passage_was_cut():

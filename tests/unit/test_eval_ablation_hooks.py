@@ -120,12 +120,14 @@ def test_chain_block_variants_reuse_one_mining_and_differ_only_in_the_block():
         "neocorrag-recall-full-chains",
         "neocorrag-recall-no-chains",
         "neocorrag-recall-linking-chains",
+        "neocorrag-recall-one-chain",
     ]
-    compact, full, none, linking = build_methods(names, BuildContext(miner))
+    compact, full, none, linking, one = build_methods(names, BuildContext(miner))
     question = "What is the capital of Mountrail where Van Hook Township is?"
     call = MethodInput(question, passages, lambda query, k: passages[:k], len(passages))
-    outputs = [m.refine(call) for m in (compact, full, none, linking)]
+    outputs = [m.refine(call) for m in (compact, full, none, linking, one)]
     assert len(calls) == 1 and "chain_format" not in calls[0]
+    assert "max_chain_lines" not in calls[0]
     assert len({tuple(p.id for p in o.passages) for o in outputs}) == 1
     assert outputs[1].chain_text.startswith("Evidence chains:\n1. ")
     assert len(outputs[0].chain_text) <= len(outputs[1].chain_text)
@@ -135,6 +137,9 @@ def test_chain_block_variants_reuse_one_mining_and_differ_only_in_the_block():
     assert outputs[3].info["reused_chains"]
     assert outputs[3].chain_text == outputs[0].chain_text
     assert "Van Hook Township - in -> Mountrail - capital -> Stanley" in outputs[3].chain_text
+    # The one-line block: the first line of the linking block, from the same mining.
+    assert outputs[4].info["reused_chains"]
+    assert outputs[4].chain_text == "\n".join(outputs[3].chain_text.splitlines()[:2])
 
 
 def test_the_whole_passage_method_hands_on_what_the_default_cuts():
