@@ -146,11 +146,11 @@ class NeocorragMethod:
     """The miner with per-method config overrides (decoding mode, ablation switches).
 
     Methods built together share ``memo``: the last mining result per question and
-    config. ``filter_passages`` only changes stage c and ``chain_format`` only the chain
-    block, so ``ablation-no-filter`` reuses the chains ``neocorrag-beam`` mined for the
-    same question, and ``neocorrag-recall-full-chains`` those of ``neocorrag-recall``
-    (decoding is deterministic, so they are the chains it would mine itself); each reports
-    that call's tokens and timings as its own cost.
+    config. ``filter_passages`` only changes stage c and ``chain_format`` and
+    ``max_chain_lines`` only the chain block, so ``ablation-no-filter`` reuses the chains
+    ``neocorrag-beam`` mined for the same question, and ``neocorrag-recall-full-chains``
+    those of ``neocorrag-recall`` (decoding is deterministic, so they are the chains it
+    would mine itself); each reports that call's tokens and timings as its own cost.
     """
 
     def __init__(
@@ -166,8 +166,8 @@ class NeocorragMethod:
         self.memo = memo if memo is not None else {}
 
     def _mine(self, question: str, passages: list[Passage]) -> MiningResult:
-        # Neither switch changes the mining: stage c's ablation and the chain block's format
-        # are applied to the shared result.
+        # None of these switches changes the mining: stage c's ablation and the chain
+        # block's format and line cap are applied to the shared result.
         shared = {**self.overrides, "filter_passages": True}
         chain_format = shared.pop("chain_format", self.miner.config.chain_format)
         lines = shared.pop("max_chain_lines", self.miner.config.max_chain_lines)
