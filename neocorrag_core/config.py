@@ -173,7 +173,7 @@ class MinerConfig:
             format; ``None`` shows every line (``chain_format="full",
             max_chain_lines=None`` is the paper's block). The lines after the second are
             the leftover steps of low-scored chains ("Majhli Didi - is -> 1967 Bollywood
-            film"). Chosen on the tune half (the F1 of the whole block with 11-12 fewer
+            film"). Chosen on the tune half (the F1 of the whole block with 8-12 fewer
             reader tokens a question; one line lost answers there); held out with the
             1.5B reader 5-14 fewer tokens a question at F1 +0.0 / -1.1 / +1.5 against the
             whole block on MuSiQue / HotpotQA / 2Wiki (docs/benchmarks.md, "Two lines of

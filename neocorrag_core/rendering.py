@@ -184,8 +184,10 @@ def render_chains(
     """
     if chain_format not in CHAIN_FORMATS:
         raise ValueError(f"chain_format must be one of {CHAIN_FORMATS}, got {chain_format!r}")
-    if max_lines is not None and max_lines < 1:
-        raise ValueError(f"max_lines must be None or >= 1, got {max_lines!r}")
+    if max_lines is not None and (
+        isinstance(max_lines, bool) or not isinstance(max_lines, int) or max_lines < 1
+    ):
+        raise ValueError(f"max_lines must be None or an int >= 1, got {max_lines!r}")
     if not chains or chain_format == "none":
         return ""
     kept = frozenset(kept_ids)

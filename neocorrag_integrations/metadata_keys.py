@@ -19,7 +19,10 @@ KEPT_REASON = "neocorrag_kept_reason"
 RETRIEVAL_RANK = "neocorrag_retrieval_rank"
 """1-based position of the document in the input (retrieval order)."""
 CHAIN_IDS = "neocorrag_chain_ids"
-"""Numbers (1-based, as in the chain block) of the chains this document supplied a triple to."""
+"""Numbers (1-based, as in the chain block) of the chains this document supplied a triple to.
+A chain may have no line in the block (``chain_format="linking"`` leaves out the chains one
+kept document states whole; ``max_chain_lines`` keeps the first lines); ``CHAINS`` lists
+every chain by its number."""
 FALLBACK = "neocorrag_fallback"
 """Why nothing was filtered (e.g. ``"no_triples"``), or ``None`` when chains were found."""
 IS_EVIDENCE_CHAINS = "neocorrag_evidence_chains"

@@ -54,7 +54,8 @@ class ChainEvidenceVerifier:
             own setting (which is for a reader): ``"compact"`` by default, every chain
             with each fact once, the format the chain verifier was measured with
             (docs/benchmarks.md); ``"linking"`` shows only the chains that connect
-            passages; ``"full"`` every chain whole.
+            passages; ``"full"`` every chain whole. The miner's ``max_chain_lines`` (a
+            reader's cap) is ignored too: the verifier sees every line.
 
     When the passages yield no chain (no triples, no path), the wrapped verifier sees the
     passages alone. Thread-safe as far as the wrapped verifier and the miner are.

@@ -10,9 +10,13 @@
   (``chain_format="full"``) and ``neocorrag-recall-no-chains`` without a chain block
   (``"none"``), to measure what the compact block saves and what the block buys;
   ``neocorrag-recall-linking-chains``: only the chains that no kept passage states whole
-  (``"linking"``, the default since ``miner-4``, named for runs that compare formats);
+  (``"linking"``, the default format since ``miner-4``, named for runs that compare
+  formats);
   ``neocorrag-recall-compact-chains``: every chain, each fact once (``"compact"``, the
-  default before);
+  default before); these three show every line of their block (``max_chain_lines=None``,
+  the default before ``miner-7``), so they compare formats alone;
+  ``neocorrag-recall-one-chain`` / ``-two-chains``: the default block cut to its first
+  line / two lines (``max_chain_lines``; two is the default since ``miner-7``);
   ``neocorrag-recall-focused`` (``-no-chains``): the passages kept below the top-N cut to
   their evidence sentences (``passage_focus="linked"``, the default of ``miner-5``), with
   the default block (without a block; the compact block until ``miner-4``);
@@ -59,13 +63,16 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
         "max_chain_lines": None,
     },
     "neocorrag-recall-no-chains": {"keep": "recall", "chain_format": "none"},
-    "neocorrag-recall-linking-chains": {"keep": "recall", "chain_format": "linking"},
+    "neocorrag-recall-linking-chains": {
+        "keep": "recall",
+        "chain_format": "linking",
+        "max_chain_lines": None,
+    },
     "neocorrag-recall-compact-chains": {
         "keep": "recall",
         "chain_format": "compact",
         "max_chain_lines": None,
     },
-    "neocorrag-recall-every-chain-line": {"keep": "recall", "max_chain_lines": None},
     "neocorrag-recall-one-chain": {"keep": "recall", "max_chain_lines": 1},
     "neocorrag-recall-two-chains": {"keep": "recall", "max_chain_lines": 2},
     "neocorrag-recall-whole": {"keep": "recall", "passage_focus": "none"},

@@ -113,18 +113,13 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
     ),
     _miner_method(
         "neocorrag-recall-linking-chains",
-        "neocorrag, keep='recall' with only the chains no kept passage states whole "
-        "(chain_format='linking', the default)",
+        "neocorrag, keep='recall' with every chain no kept passage states whole "
+        "(chain_format='linking', the default format, max_chain_lines=None: the miner-6 block)",
     ),
     _miner_method(
         "neocorrag-recall-compact-chains",
         "neocorrag, keep='recall' with every chain, each fact once (chain_format='compact', "
         "the default before miner-4)",
-    ),
-    _miner_method(
-        "neocorrag-recall-every-chain-line",
-        "neocorrag, keep='recall' with every line of the chain block (max_chain_lines=None, "
-        "the default before miner-7)",
     ),
     _miner_method(
         "neocorrag-recall-one-chain",

@@ -7,6 +7,7 @@ import pytest
 from conftest import bag_of_words_embedder
 
 from neocorrag_core import EvidenceChainMiner, KeepReason, MinerConfig, Passage
+from neocorrag_core.eval.refiners import NeocorragMethod
 from neocorrag_core.graph import EvidenceGraph, normalize_entity
 from neocorrag_core.search import naive_search_paths, search_paths
 from neocorrag_core.types import Triple
@@ -130,6 +131,8 @@ def test_chain_block_variants_reuse_one_mining_and_differ_only_in_the_block():
     assert "max_chain_lines" not in calls[0]
     assert len({tuple(p.id for p in o.passages) for o in outputs}) == 1
     assert outputs[1].chain_text.startswith("Evidence chains:\n1. ")
+    # The format methods show every line (the fixture's full block has three).
+    assert len(outputs[1].chain_text.splitlines()) == 4
     assert len(outputs[0].chain_text) <= len(outputs[1].chain_text)
     assert outputs[2].chain_text == ""
     assert outputs[1].info["reused_chains"] and outputs[2].info["reused_chains"]
@@ -140,6 +143,12 @@ def test_chain_block_variants_reuse_one_mining_and_differ_only_in_the_block():
     # The one-line block: the first line of the linking block, from the same mining.
     assert outputs[4].info["reused_chains"]
     assert outputs[4].chain_text == "\n".join(outputs[3].chain_text.splitlines()[:2])
+    # The cap is applied to the shared result whatever the format: the full block, cut.
+    capped = NeocorragMethod(
+        "capped", miner, one.memo, keep="recall", chain_format="full", max_chain_lines=1
+    ).refine(call)
+    assert len(calls) == 1 and capped.info["reused_chains"]
+    assert capped.chain_text.splitlines() == outputs[1].chain_text.splitlines()[:2]
 
 
 def test_the_whole_passage_method_hands_on_what_the_default_cuts():
