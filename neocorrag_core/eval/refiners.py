@@ -43,7 +43,7 @@ from typing import Any
 
 from neocorrag_core.config import KEEP_MODES, MinerConfig
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
-from neocorrag_core.focus import FOCUS_RULES
+from neocorrag_core.focus import CUT_REASONS, FOCUS_RULES
 from neocorrag_core.generation import input_ids_tensor, neutral_settings
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.refine import passthrough, refine_passages
@@ -106,7 +106,7 @@ def method_version(name: str) -> str:
     cuts passages, the sentence rules (:data:`~neocorrag_core.focus.FOCUS_RULES`)."""
     overrides = NEOCORRAG_METHODS[name]
     version = f"{MINER_OUTPUT_VERSION} {json.dumps(overrides, sort_keys=True)}"
-    if MinerConfig().with_overrides(**overrides).passage_focus != "none":
+    if MinerConfig().with_overrides(**overrides).passage_focus in CUT_REASONS:
         return f"{version} {FOCUS_RULES}"
     return version
 
@@ -149,6 +149,11 @@ def _mining_info(result: MiningResult) -> dict[str, Any]:
     }
 
 
+_BLOCK = ("chain_format", "max_chain_lines")
+"""The config fields that only change how the chain block is written (``MiningResult``
+carries both), not what is mined."""
+
+
 class NeocorragMethod:
     """The miner with per-method config overrides (decoding mode, ablation switches).
 
@@ -176,8 +181,7 @@ class NeocorragMethod:
         # None of these switches changes the mining: stage c's ablation and the chain
         # block's format and line cap are applied to the shared result.
         shared = {**self.overrides, "filter_passages": True}
-        chain_format = shared.pop("chain_format", self.miner.config.chain_format)
-        lines = shared.pop("max_chain_lines", self.miner.config.max_chain_lines)
+        block = {name: shared.pop(name, getattr(self.miner.config, name)) for name in _BLOCK}
         key = (question, tuple(p.id for p in passages), tuple(sorted(shared.items())))
         if any(old[0] != question for old in self.memo):
             self.memo.clear()  # the runner goes question by question: keep memory flat
@@ -185,10 +189,10 @@ class NeocorragMethod:
         if result is None:
             result = self.miner.mine(question, passages, **shared)
             self.memo[key] = result
-            return replace(result, chain_format=chain_format, max_chain_lines=lines)
+            return replace(result, **block)
         # A reused result: its recorded timings, not this call's ~0 s, are the method's cost.
         timings = {**result.timings, "reused": 1.0}
-        return replace(result, timings=timings, chain_format=chain_format, max_chain_lines=lines)
+        return replace(result, timings=timings, **block)
 
     def refine(self, call: MethodInput) -> MethodOutput:
         """Mine chains; the kept passages and the chain block go to the reader."""
