@@ -55,6 +55,12 @@ class ReformulationConfig:
             already searched), come first, one per passage in turn; sentences that state
             such a relation become candidates too (triple extractors miss relations, and
             the bridge hides behind them). ``False``: the paper's order (cosine only).
+        first_hop_facts: next (after the relation-stating facts), the facts that name a
+            bridge entity from the passages whose title the question names (its first
+            hop: "Decade (Neil Young album)" for "... the performer of Decade?"), one per
+            passage in turn, whatever their cosine to the question. Chosen on the tune
+            halves of five dev files (docs/benchmarks.md, rules ``chains-7``): two more
+            complete chains on MuSiQue, none lost on the other four.
         max_selection_candidates: propositions offered to the LM, best first.
         selection_passages / max_passage_chars: passages shown in the selection prompt.
         prompt_context: ``"passages"`` (cut to ``max_passage_chars``) or ``"sentences"``
@@ -162,6 +168,7 @@ class ReformulationConfig:
     follow_titles: bool = True
     follow_names: bool = True
     max_per_page: int | None = 2
+    first_hop_facts: bool = True
     max_lm_tokens: int | None = 4000
 
     def __post_init__(self) -> None:
@@ -202,6 +209,7 @@ class ReformulationConfig:
             "adaptive_rounds",
             "follow_titles",
             "follow_names",
+            "first_hop_facts",
         ):
             check_bool(owner, name, getattr(self, name))
         check_number(owner, "evidence_margin", self.evidence_margin, low=0.0, optional=True)

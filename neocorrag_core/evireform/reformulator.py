@@ -42,6 +42,7 @@ from .ranking import (
     chain_top_k,
     question_anchors,
     shared_names,
+    title_named,
     title_pointers,
 )
 from .relations import open_relation_words, qualify
@@ -359,6 +360,11 @@ class EvidenceReformulator:
             wanted=wanted,
             anchors=[a for a in anchors if a],
             margin=config.evidence_margin,
+            first_hop=(
+                [p.id for p in passages if title_named(state.question, p.title)]
+                if config.first_hop_facts
+                else ()
+            ),
         )
         order = order[: config.max_selection_candidates]
         if config.selection == "embedding":

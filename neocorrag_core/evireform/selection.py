@@ -6,7 +6,7 @@ ranking, the same decoders as chain mining), so it can never invent a fact.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +63,7 @@ def evidence_order(
     wanted: Sequence[str] = (),
     anchors: Sequence[str] = (),
     margin: float | None = None,
+    first_hop: Collection[str] = (),
 ) -> list[int]:
     """Candidate indices in the order evidence is taken from them.
 
@@ -72,7 +73,13 @@ def evidence_order(
     cut at ``margin`` below the best. Only facts of passages that name one of the
     ``anchors`` (the question's entities, the bridges already searched) count as stating:
     the chain must hang off what is known, not off a stray passage that happens to say
-    "born in". With no ``wanted`` word this is the paper's order (similarity only).
+    "born in". Next come the facts that name a bridge from the ``first_hop`` passages
+    (ids; the reformulator passes those whose title the question names), one per passage
+    in turn, whatever their similarity: "Who is the sibling of the performer of Decade?"
+    has no fact saying "performer", and the page "Decade (Neil Young album)" names the
+    bridge (Neil Young) where facts of look-alike pages about music festivals are closer
+    to the question's words (ours, not the paper's). With no ``wanted`` word and no
+    ``first_hop`` this is the paper's order (similarity only).
     """
     sims = np.asarray(similarities, dtype=float)
     order: list[int] = np.argsort(-sims, kind="stable").tolist()
@@ -88,11 +95,18 @@ def evidence_order(
         and covers(p.text, wanted)
         and fact_bridges(question, p)
     }
+    first_ids = set(first_hop)
+    hop_facts = {
+        i
+        for i, p in enumerate(candidates)
+        if i not in stating and first_ids.intersection(p.passage_ids) and fact_bridges(question, p)
+    }
     if margin is not None and order:
         floor = float(sims[order[0]]) - margin
-        order = [i for i in order if i in stating or sims[i] >= floor]
+        order = [i for i in order if i in stating or i in hop_facts or sims[i] >= floor]
     first = round_robin([i for i in order if i in stating], candidates)
-    return first + [i for i in order if i not in stating]
+    second = round_robin([i for i in order if i in hop_facts], candidates)
+    return first + second + [i for i in order if i not in stating and i not in hop_facts]
 
 
 def round_robin(indices: Sequence[int], candidates: Sequence[Proposition]) -> list[int]:

@@ -544,3 +544,63 @@ def test_chain_top_k_caps_the_free_slots_per_page():
     links = [ChainLink("p3", "p4")]
     got = chain_top_k(order, links, 4, lead=0, anchors=["p1"], pages=pages, max_per_page=1)
     assert got == ["p1", "p3", "p4", "q1"]
+
+
+def test_the_first_hop_page_gives_the_bridge_when_no_fact_states_the_relation(bow_embedder):
+    # No fact of the page "Decade" (which the question names) says "performer", but it
+    # names the bridge. Three festival pages share more words with the question and take
+    # every evidence slot (and every query) without the first-hop rule.
+    question = "Who is the sibling of the performer of Decade?"
+    decade = _doc(
+        "decade",
+        "Decade is a compilation album by Neil Young.",
+        ("Decade", "compilation album by", "Neil Young"),
+        title="Decade (Neil Young album)",
+    )
+    festivals = [
+        _doc(
+            f"fest{i}",
+            f"Who is the performer of the year at Festival {name}? The jury chooses.",
+            (f"Festival {name}", "is who the performer of the year is at", "the jury"),
+            title=f"Festival {name}",
+        )
+        for i, name in enumerate(("Alpha", "Beta", "Gamma"))
+    ]
+    sister = _doc("sister", "Astrid Young is the half-sister of Neil Young.", title="Astrid Young")
+
+    def search(query: str, k: int) -> list[Passage]:
+        if "neil young" in query.casefold():
+            return [sister]
+        return [*festivals, decade][:k]
+
+    def queries(config: ReformulationConfig) -> list[str]:
+        result = EvidenceReformulator(config, embedder=bow_embedder).retrieve(question, search, k=5)
+        return [q.text for q in result.queries[1:]]
+
+    assert "Neil Young sibling" in queries(NO_LM)
+    assert not any("Neil Young" in q for q in queries(NO_LM.with_overrides(first_hop_facts=False)))
+
+
+def test_evidence_order_puts_first_hop_facts_after_stating_ones_past_the_margin():
+    from neocorrag_core.evireform.selection import evidence_order
+    from neocorrag_core.evireform.types import Proposition
+
+    def fact(text: str, pid: str, *names: str) -> Proposition:
+        return Proposition(text, (pid,), surface_entities=names)
+
+    question = "Where was the performer of Decade born?"
+    passages = [Passage("d", "Decade ...", title="Decade"), Passage("x", "...", title="X")]
+    candidates = [
+        fact("Festival X has a stage", "x", "Festival X"),  # 0: closest, no relation
+        fact("Decade compilation by Jane Roe", "d", "Decade", "Jane Roe"),  # 1: first hop
+        fact("Decade released by Reprise Records", "d", "Decade", "Reprise Records"),  # 2
+        fact("Decade born on a farm with Jim Smith", "d", "Decade", "Jim Smith"),  # 3: states
+        fact("Decade is an album", "d", "Decade"),  # 4: first hop, but names no bridge
+    ]
+    sims = [0.9, 0.5, 0.4, 0.3, 0.85]
+    kwargs = {"wanted": ["born"], "anchors": ["Decade"], "margin": 0.1}
+    with_hop = evidence_order(question, candidates, passages, sims, first_hop=["d"], **kwargs)
+    # the stating fact, then the first hop's facts with a bridge (one passage: in order of
+    # similarity), then the rest by similarity above the margin
+    assert with_hop == [3, 1, 2, 0, 4]
+    assert evidence_order(question, candidates, passages, sims, **kwargs) == [3, 0, 4]
