@@ -60,7 +60,8 @@ class ReformulationConfig:
             hop: "Decade (Neil Young album)" for "... the performer of Decade?"), one per
             passage in turn, whatever their cosine to the question. Chosen on the tune
             halves of five dev files (docs/benchmarks.md, rules ``chains-7``): two more
-            complete chains on MuSiQue, none lost on the other four.
+            complete chains on MuSiQue, the other four level (held out: +1 to +3 chains
+            on three report halves, none lost).
         max_selection_candidates: propositions offered to the LM, best first.
         selection_passages / max_passage_chars: passages shown in the selection prompt.
         prompt_context: ``"passages"`` (cut to ``max_passage_chars``) or ``"sentences"``

@@ -23,6 +23,8 @@ from neocorrag_core.evireform.ranking import (
 )
 from neocorrag_core.evireform.relations import open_relation_words, qualify, relation_words
 from neocorrag_core.evireform.residual import names_entity, unfound_question_entities
+from neocorrag_core.evireform.selection import evidence_order
+from neocorrag_core.evireform.types import Proposition
 
 NO_LM = ReformulationConfig(selection="embedding", residual_queries="entities")
 
@@ -582,9 +584,6 @@ def test_the_first_hop_page_gives_the_bridge_when_no_fact_states_the_relation(bo
 
 
 def test_evidence_order_puts_first_hop_facts_after_stating_ones_past_the_margin():
-    from neocorrag_core.evireform.selection import evidence_order
-    from neocorrag_core.evireform.types import Proposition
-
     def fact(text: str, pid: str, *names: str) -> Proposition:
         return Proposition(text, (pid,), surface_entities=names)
 
