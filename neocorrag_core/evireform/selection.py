@@ -101,12 +101,13 @@ def evidence_order(
         for i, p in enumerate(candidates)
         if i not in stating and first_ids.intersection(p.passage_ids) and fact_bridges(question, p)
     }
+    ahead = stating | hop_facts  # taken before the rest, past the margin
     if margin is not None and order:
         floor = float(sims[order[0]]) - margin
-        order = [i for i in order if i in stating or i in hop_facts or sims[i] >= floor]
+        order = [i for i in order if i in ahead or sims[i] >= floor]
     first = round_robin([i for i in order if i in stating], candidates)
     second = round_robin([i for i in order if i in hop_facts], candidates)
-    return first + second + [i for i in order if i not in stating and i not in hop_facts]
+    return first + second + [i for i in order if i not in ahead]
 
 
 def round_robin(indices: Sequence[int], candidates: Sequence[Proposition]) -> list[int]:
