@@ -149,7 +149,7 @@ def _output(
     )
 
 
-RULES_VERSION = "chains-7"
+RULES_VERSION = "chains-8"
 """Bumped when the loop's rules change in a way its configuration does not show (relation
 words, relation-first evidence, the chain-aware top-k were ``chains-1``; the question's
 anchors in that top-k, ``chains-2``; one anchor per title, ``chains-3``; title pointers
@@ -157,7 +157,9 @@ that need the name as written, ``chains-4``; a search for a name of the question
 first search found nothing about, and the chain it starts, with shared names and a cap
 per page in the top-k, ``chains-5``; fixes from review: names with a repeated word,
 names of relation sentences in reading order, a lower-case question's anchors,
-``chains-6``; the first hop's facts after the relation-stating ones, ``chains-7``)."""
+``chains-6``; the first hop's facts after the relation-stating ones, ``chains-7``; later
+rounds' links only continue a chain, from the facts their queries were written from,
+``chains-8``)."""
 
 
 def method_version(name: str) -> str:

@@ -34,7 +34,9 @@ class ReformulationConfig:
             MuSiQue tune halves: no better than 5).
         residual_retrieval: ``False`` is the paper's *rerank* control: residual queries
             only re-score the first pool, nothing new is retrieved.
-        rounds: reformulation rounds at most (paper's main setting: 1).
+        rounds: reformulation rounds at most (paper's main setting: 1). With
+            ``ranking="chains"`` a later round's links only continue a chain already in the
+            top-k (:func:`~neocorrag_core.evireform.ranking.chain_top_k`).
         adaptive_rounds: a round after the first runs only while the evidence leaves some
             relation word of the question open (:mod:`~neocorrag_core.evireform.relations`);
             ``False`` runs every round while new passages arrive.

@@ -30,6 +30,13 @@ and in the free slots a page with two passages chosen (by any step) gets no more
 another passage can take the slot (MuSiQue paragraphs share titles: four paragraphs of
 "Atomic bombings of Hiroshima and Nagasaki" hold one entity and pushed out the "Enola Gay"
 page the first search had ranked first).
+
+Later rounds continue chains (ours, rules ``chains-8``): a query's link starts from the
+facts it was written from, so the facts a second round selects cannot move a first-round
+link to another source, and a link found by a second-round query enters only when its
+source is already chosen, i.e. when it is the next hop of a chain in the top-k. Without
+this a second round lost complete chains to links from passages outside them ("Publix"
+-> "Publix" for a question about Indiana's alcohol laws).
 """
 
 from __future__ import annotations
@@ -52,6 +59,9 @@ class ChainLink:
 
     source: str
     hop: str
+    round: int = 1
+    """The round of the query that found the hop; links of later rounds only continue a
+    chain (see :func:`chain_top_k`)."""
 
 
 def about_entity(entity: str, title: str, text: str, *, lead_chars: int = 120) -> bool:
@@ -176,7 +186,8 @@ def chain_top_k(
 ) -> list[str]:
     """The top-``k`` ids: the ``anchors`` (at most ``k``), then the first ``lead`` of
     ``order`` (the mixed-score ranking, best first), then each link whose missing ends
-    still fit, in turn, then (with ``pointers``, id -> ids it points to, see
+    still fit, in turn (a link of round 2 or later only when its source is already chosen),
+    then (with ``pointers``, id -> ids it points to, see
     :func:`title_pointers`) the best-ordered passage a chosen one points to, again and
     again, then (with ``neighbours``, id -> ids that share a name with it, see
     :func:`shared_names`) the best-ordered passage that shares a name with a chosen one,
@@ -206,6 +217,10 @@ def chain_top_k(
     for pid in order[: max(0, lead)]:
         take(pid)
     for link in links:
+        # A later round follows a bridge of the chain it continues; a later-round link
+        # from elsewhere would split the slots between two half chains.
+        if link.round > 1 and link.source not in chosen:
+            continue
         take(link.source, link.hop)
     for follow in (pointers, neighbours):
         while follow and len(chosen) < k:
@@ -230,12 +245,18 @@ def chain_links(
     evidence: Sequence[Proposition],
     passages: dict[str, Passage],
     order: Sequence[Passage],
+    *,
+    evidence_upto: Mapping[int, int] | None = None,
 ) -> list[ChainLink]:
     """One :class:`ChainLink` per residual query whose bridge entity an ``evidence`` fact
     names and that found a passage about that entity: that passage (the best-ranked of its
     results about the bridge) and the best-ranked passage of the fact that named it. A
     query of kind ``"question"`` (a name of the question itself) links ``""`` to its first
-    result about the name, else its first result that names it."""
+    result about the name, else its first result that names it.
+
+    With ``evidence_upto`` (round -> how many leading ``evidence`` facts had been selected
+    when that round's queries were written), a query's source comes only from the facts it
+    was written from; without it every fact counts."""
     rank = {p.id: i for i, p in enumerate(order)}
     links: list[ChainLink] = []
     for index, query in enumerate(queries):
@@ -251,9 +272,11 @@ def chain_links(
             if hop is not None:
                 links.append(ChainLink("", hop))
             continue
+        upto = len(evidence) if evidence_upto is None else evidence_upto.get(query.round)
+        known = evidence[: len(evidence) if upto is None else upto]
         named = [
             pid
-            for prop in evidence
+            for prop in known
             if any(names_entity(s, query.bridge) for s in prop.surface_entities)
             for pid in prop.passage_ids
             if pid in rank
@@ -266,7 +289,7 @@ def chain_links(
             if found is None or pid == source:
                 continue
             if about_entity(query.bridge, found.title, found.text):
-                links.append(ChainLink(source, pid))
+                links.append(ChainLink(source, pid, query.round))
                 break
     return links
 

@@ -91,6 +91,8 @@ class _State(Cost):
     notes: list[str] = field(default_factory=list)
     results: dict[int, list[str]] = field(default_factory=dict)
     rounds: int = 0
+    evidence_upto: dict[int, int] = field(default_factory=dict)
+    """Round -> how many leading ``evidence`` facts had been selected when it wrote queries."""
 
     def add_results(self, query_index: int, passages: Sequence[Passage]) -> list[Passage]:
         """Merge one query's results into the pool; returns the passages new to it."""
@@ -276,6 +278,7 @@ class EvidenceReformulator:
         before = len(state.evidence)
         with timed(state.timings, "select"):
             state.evidence += self._select(state, candidates, fresh, wanted, config)
+        state.evidence_upto[round_number] = len(state.evidence)
         # This round's facts first: the next hop starts from what the last search found.
         recent = state.evidence[before:] + state.evidence[:before]
         open_words = open_relation_words(state.question, [p.text for p in state.evidence])
@@ -474,7 +477,14 @@ class EvidenceReformulator:
         top = order[:k]
         if config.ranking == "chains":
             by_id = {p.id: p for p in pool}
-            links = chain_links(state.queries, state.results, state.evidence, by_id, order)
+            links = chain_links(
+                state.queries,
+                state.results,
+                state.evidence,
+                by_id,
+                order,
+                evidence_upto=state.evidence_upto,
+            )
             first_ranks = {pid: ranks[0] for pid, ranks in state.ranks.items() if 0 in ranks}
             anchors = question_anchors(state.question, order, first_ranks, limit=config.max_anchors)
             first_ids = state.results.get(0, [])

@@ -548,6 +548,48 @@ def test_chain_top_k_caps_the_free_slots_per_page():
     assert got == ["p1", "p3", "p4", "q1"]
 
 
+# ------------------------------------------------------- later rounds continue chains
+
+
+def test_chain_top_k_takes_a_later_rounds_link_only_to_continue_a_chain():
+    order = ["a", "b", "c", "s", "h", "x", "y"]
+    first = ChainLink("a", "h")  # round 1, from the best passage
+    stray = ChainLink("x", "y", round=2)  # round 2, from a passage outside the top-k
+    onward = ChainLink("h", "s", round=2)  # round 2, from the chain's last hop
+    # the stray link would take two slots and leave no room for the next hop
+    assert chain_top_k(order, [first, stray, onward], 4) == ["a", "b", "s", "h"]
+    # a first-round link needs no chosen source
+    assert chain_top_k(order, [ChainLink("x", "y")], 3) == ["a", "x", "y"]
+    # a continuing link still enters whole or not at all
+    assert chain_top_k(order, [first, ChainLink("h", "s", round=2)], 2) == ["a", "h"]
+
+
+def test_chain_links_take_a_querys_source_from_the_facts_it_was_written_from():
+    young = Passage("young", "Neil Young is a Canadian singer.", title="Neil Young")
+    early = Passage("early", "Decade is an album by Neil Young.", title="Decade")
+    late = Passage("late", "Harvest features Neil Young.", title="Harvest")
+    passages = {p.id: p for p in (young, early, late)}
+    order = [late, early, young]  # the second round's fact comes from the best-ranked page
+    queries = [
+        ReformulationQuery("Who is the sibling of the performer of Decade?", "original", 0),
+        ReformulationQuery("Neil Young sibling", "template", 1, "Neil Young"),
+    ]
+    evidence = [
+        Proposition("Decade album by Neil Young", ("early",), surface_entities=("Neil Young",)),
+        Proposition("Harvest features Neil Young", ("late",), surface_entities=("Neil Young",)),
+    ]
+    results = {1: ["young"]}
+    # round 1 selected only the first fact: its query's chain starts at "Decade"
+    links = chain_links(queries, results, evidence, passages, order, evidence_upto={1: 1, 2: 2})
+    assert links == [ChainLink("early", "young", 1)]
+    # every fact counting, the second round's fact would move the source
+    assert chain_links(queries, results, evidence, passages, order) == [ChainLink("late", "young")]
+    # a round-2 query's link carries its round
+    later = [*queries, ReformulationQuery("Neil Young sibling born", "template", 2, "Neil Young")]
+    got = chain_links(later, {2: ["young"]}, evidence, passages, order, evidence_upto={1: 1, 2: 2})
+    assert got == [ChainLink("late", "young", 2)]
+
+
 def test_the_first_hop_page_gives_the_bridge_when_no_fact_states_the_relation(bow_embedder):
     # No fact of the page "Decade" (which the question names) says "performer", but it
     # names the bridge. Three festival pages share more words with the question and take
