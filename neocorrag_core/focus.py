@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from neocorrag_core.evireform.relations import covered_stems, relation_words
+from neocorrag_core.evireform.relations import covers, relation_words
 from neocorrag_core.graph import normalize_entity
 from neocorrag_core.links import entity_keys, is_name, mentions
 from neocorrag_core.rendering import split_sentences
@@ -45,10 +45,12 @@ ALL_FOCUSED_REASONS = (KeepReason.TOP_N, *FOCUSED_REASONS)
 CUT_REASONS = {"linked": FOCUSED_REASONS, "all": ALL_FOCUSED_REASONS}
 """The keep reasons each ``MinerConfig.passage_focus`` setting cuts (``"none"``: none)."""
 
-FOCUS_RULES = "focus-2"
+FOCUS_RULES = "focus-3"
 """Names the sentence rules; a cached eval record of a focused method is rerun when it
 changes. ``focus-1``: lead and named entities; ``focus-2``: also the sentences that state
-a relation word of the question."""
+a relation word of the question; ``focus-3``: a name inside a sentence ("Neil Young")
+states a relation word only by its own letters, not through the listed equivalents
+(:mod:`~neocorrag_core.evireform.relations`)."""
 
 
 def evidence_sentences(text: str, names: Iterable[str], relations: Sequence[str] = ()) -> str:
@@ -57,15 +59,13 @@ def evidence_sentences(text: str, names: Iterable[str], relations: Sequence[str]
     ``relations`` (:func:`~neocorrag_core.evireform.relations.covers`), in order, joined by
     single spaces."""
     keys = {normalize_entity(n) for n in names} - {""}
-    # The same test as relations.covers, with the relation words' stems built once.
-    wanted = covered_stems(relations)
     sentences = split_sentences(text)
     chosen = [
         s
         for i, s in enumerate(sentences)
         if i == 0
         or any(mentions(normalize_entity(s), key) for key in keys)
-        or bool(wanted & covered_stems([s]))
+        or (bool(relations) and covers(s, relations))
     ]
     return " ".join(chosen)
 

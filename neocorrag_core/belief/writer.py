@@ -55,9 +55,11 @@ REWRITE_INSTRUCTION = (
 )
 MAX_RELATION_WORDS = 3
 """Relation words a no-LM next-hop query adds to its bridge entity (EviReform's default)."""
-ENTITY_QUERY_VERSION = "entity-query-2"
+ENTITY_QUERY_VERSION = "entity-query-3"
 """Identifies the no-LM next-hop query rules (:func:`entity_next_query`) in run metadata;
-bump on any change. ``entity-query-1``: bridges in passage order."""
+bump on any change. ``entity-query-1``: bridges in passage order; ``entity-query-2``: the
+relation-first evidence order; ``entity-query-3``: names cover relation words only by
+their own letters (:mod:`~neocorrag_core.evireform.relations`)."""
 EVIDENCE_FACTS = 3
 """Facts of the ordered evidence whose relation words count as stated (EviReform's
 ``max_evidence``): the qualifying words are the question's relation words these leave open."""

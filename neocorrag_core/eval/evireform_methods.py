@@ -149,7 +149,7 @@ def _output(
     )
 
 
-RULES_VERSION = "chains-8"
+RULES_VERSION = "chains-9"
 """Bumped when the loop's rules change in a way its configuration does not show (relation
 words, relation-first evidence, the chain-aware top-k were ``chains-1``; the question's
 anchors in that top-k, ``chains-2``; one anchor per title, ``chains-3``; title pointers
@@ -159,7 +159,8 @@ per page in the top-k, ``chains-5``; fixes from review: names with a repeated wo
 names of relation sentences in reading order, a lower-case question's anchors,
 ``chains-6``; the first hop's facts after the relation-stating ones, ``chains-7``; later
 rounds' links only continue a chain, from the facts their queries were written from,
-``chains-8``)."""
+``chains-8``; a name inside a sentence covers a relation word only by its own letters,
+and "older"/"younger" are answered by "born" but do not answer it, ``chains-9``)."""
 
 
 def method_version(name: str) -> str:

@@ -12,16 +12,26 @@ Pure word rules, no LM: relation words are the question's lower-case content wor
 (capitalized words are names, and names are what the bridge entity replaces); a word is
 covered when an evidence word shares its first five letters or a listed equivalent
 ("born" covers "birth").
+
+A capitalised word inside a sentence is read as part of a name, the same way: it covers a
+relation word by its own first five letters ("Mountrail County" covers "county", "United
+States" covers "state") but never through the listed equivalents, so "Neil Young" does not
+answer "born", nor "Die Hard" or "Grateful Dead" "died". And the comparatives are answered
+one way: a date of birth or an age tells who is "older", but "older" says nothing about
+when someone was born.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from neocorrag_core.entities import all_capitals
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?", re.UNICODE)
+# What may stand between a sentence's end and its first word: spaces, quotes, brackets.
+_SENTENCE_END = re.compile(r"(?:^|[.!?;:])[\s\"'“”‘’(\[]*$")
 
 # Function words and question words: never a relation. Kept short and explicit so a
 # reader can see why a word was dropped.
@@ -45,8 +55,6 @@ _EQUIVALENT = (
     ("stepchild", "stepson", "stepdaughter", "stepfather", "stepmother", "stepchildren"),
     ("father", "son", "daughter", "child", "children", "parent"),
     ("mother", "son", "daughter", "child", "children", "parent"),
-    ("older", "born", "birth", "age"),
-    ("younger", "born", "birth", "age"),
     ("directed", "director", "direct"),
     ("written", "wrote", "writer", "author"),
     ("located", "location", "situated", "lies"),
@@ -54,6 +62,14 @@ _EQUIVALENT = (
     ("founded", "founder", "established"),
     ("released", "release", "premiered"),
 )
+
+# One way only: the words on the right answer the relation word on the left, not the
+# reverse (a birth date answers "older"; "younger" does not answer "born", and the name
+# "Young" must not either).
+_ANSWERED_BY = {
+    "older": ("born", "birth", "age"),
+    "younger": ("born", "birth", "age"),
+}
 
 PREFIX = 5
 """Two words with the same first five letters count as one (``director``/``directed``)."""
@@ -64,11 +80,43 @@ def _stem(word: str) -> str:
 
 
 def _equivalents(word: str) -> set[str]:
+    """The stems a word of a text stands for: its own and its equivalents'."""
     stems = {_stem(word)}
     for group in _EQUIVALENT:
         if word in group:
             stems.update(_stem(w) for w in group)
     return stems
+
+
+def _asked(word: str) -> set[str]:
+    """The stems that cover a relation word: its equivalents and what answers it."""
+    return _equivalents(word) | {_stem(w) for w in _ANSWERED_BY.get(word, ())}
+
+
+def _words(text: str) -> Iterator[tuple[int, str, bool]]:
+    """``(offset, casefolded word, is part of a name)`` for each word of ``text``: a
+    capitalised word that does not start a sentence is part of a name (in a text typed
+    ALL IN CAPITALS nothing is)."""
+    shouting = all_capitals(text)
+    for match in _WORD.finditer(text):
+        word = match.group(0)
+        name = (
+            not shouting and not word.islower() and not _SENTENCE_END.search(text, 0, match.start())
+        )
+        yield match.start(), word.casefold(), name
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What a set of texts covers: the stems of their words (with equivalents) and,
+    apart, the stems of their names, which cover only by their own letters."""
+
+    stems: frozenset[str]
+    names: frozenset[str]
+
+    def covers(self, word: str) -> bool:
+        """Whether the texts cover the relation word ``word``."""
+        return _stem(word) in self.names or bool(_asked(word) & self.stems)
 
 
 def relation_words(question: str) -> list[str]:
@@ -89,13 +137,17 @@ def relation_words(question: str) -> list[str]:
     return words
 
 
-def covered_stems(texts: Iterable[str]) -> set[str]:
-    """Every stem (and listed equivalent) of the words of ``texts``."""
+def coverage(texts: Iterable[str]) -> Coverage:
+    """What the words of ``texts`` cover (see :class:`Coverage`)."""
     stems: set[str] = set()
+    names: set[str] = set()
     for text in texts:
-        for match in _WORD.finditer(text):
-            stems.update(_equivalents(match.group(0).casefold()))
-    return stems
+        for _, word, name in _words(text):
+            if name:
+                names.add(_stem(word))
+            else:
+                stems.update(_equivalents(word))
+    return Coverage(frozenset(stems), frozenset(names))
 
 
 def open_relation_words(
@@ -103,8 +155,8 @@ def open_relation_words(
 ) -> list[str]:
     """The question's relation words that no evidence text covers, in question order
     (at most ``max_words``; ``None``: all)."""
-    covered = covered_stems(evidence)
-    open_words = [w for w in relation_words(question) if not (_equivalents(w) & covered)]
+    covered = coverage(evidence)
+    open_words = [w for w in relation_words(question) if not covered.covers(w)]
     return open_words if max_words is None else open_words[: max(0, max_words)]
 
 
@@ -117,25 +169,27 @@ def relation_position(text: str, words: Sequence[str]) -> int:
     """Character offset of the first word of ``text`` that covers one of ``words``, or -1."""
     wanted: set[str] = set()
     for word in words:
-        wanted |= _equivalents(word)
-    for match in _WORD.finditer(text):
-        if _equivalents(match.group(0).casefold()) & wanted:
-            return match.start()
+        wanted |= _asked(word)
+    own = {_stem(word) for word in words}
+    for offset, word, name in _words(text):
+        if _stem(word) in own if name else _equivalents(word) & wanted:
+            return offset
     return -1
 
 
 def qualify(entity: str, words: Sequence[str]) -> str:
-    """``"Mountrail County"`` + ``["capital"]`` -> ``"Mountrail County capital"``; words the
-    entity already contains are not repeated."""
-    have = covered_stems([entity])
-    extra = [w for w in words if not (_equivalents(w) & have)]
+    """``"Mountrail County"`` + ``["capital", "county"]`` -> ``"Mountrail County capital"``;
+    words the entity already covers are not repeated."""
+    have = coverage([entity])
+    extra = [w for w in words if not have.covers(w)]
     return " ".join([" ".join(entity.split()), *extra]).strip()
 
 
 __all__ = [
     "FUNCTION_WORDS",
     "PREFIX",
-    "covered_stems",
+    "Coverage",
+    "coverage",
     "covers",
     "open_relation_words",
     "qualify",

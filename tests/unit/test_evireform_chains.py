@@ -21,7 +21,13 @@ from neocorrag_core.evireform.ranking import (
     title_named,
     title_pointers,
 )
-from neocorrag_core.evireform.relations import open_relation_words, qualify, relation_words
+from neocorrag_core.evireform.relations import (
+    covers,
+    open_relation_words,
+    qualify,
+    relation_position,
+    relation_words,
+)
 from neocorrag_core.evireform.residual import names_entity, unfound_question_entities
 from neocorrag_core.evireform.selection import evidence_order
 from neocorrag_core.evireform.types import Proposition
@@ -57,6 +63,44 @@ def test_evidence_covers_words_by_prefix_and_by_listed_equivalents():
 def test_qualify_appends_words_the_entity_does_not_hold():
     assert qualify("Mountrail County", ["capital", "county"]) == "Mountrail County capital"
     assert qualify("Jane  Roe", []) == "Jane Roe"
+    # a name holds only its own words: "Young" is not "born"
+    assert qualify("Neil Young", ["born"]) == "Neil Young born"
+
+
+def test_a_name_covers_a_relation_word_only_by_its_own_letters():
+    q = "When was the performer of Decade born?"
+    # before: "Young" shared its first five letters with "younger", whose group held "born"
+    assert open_relation_words(q, ["Decade is an album by Neil Young."]) == ["performer", "born"]
+    assert open_relation_words(q, ["Neil Young was born in Toronto."]) == ["performer"]
+    # a capitalised word that starts a sentence is an ordinary word
+    assert open_relation_words(q, ["He sang. Born in Toronto, he moved."]) == ["performer"]
+    assert open_relation_words(q, ['"Born in Toronto", the song'])[-1:] == ["performer"]
+    # names of films and bands do not say when someone died
+    q = "In what year had the director of Die Hard died?"
+    assert open_relation_words(q, ["The film Die Hard was directed by John McTiernan."]) == ["died"]
+    assert open_relation_words(q, ["The Grateful Dead toured in 1972."]) == ["director", "died"]
+    # ... but a name that is the word itself (or shares its first five letters) covers it
+    q = "Who is the president of the club?"
+    assert open_relation_words(q, ["Its President is Jane Roe."]) == ["club"]
+    assert open_relation_words("Which state is it in?", ["It is in the United States."]) == []
+    # a text typed in capitals has no names
+    assert open_relation_words("When was the performer born?", ["NEIL YOUNG BORN 1945"]) == [
+        "performer"
+    ]
+
+
+def test_comparatives_are_answered_by_birth_but_do_not_answer_it():
+    q = "Who is older, Jane Roe or John Doe?"
+    assert open_relation_words(q, ["Jane Roe was born in 1950."]) == []
+    assert open_relation_words(q, ["Jane Roe died at the age of 70."]) == []
+    q = "When was the younger brother born?"
+    assert open_relation_words(q, ["He was the younger of two sons."]) == ["brother", "born"]
+    # an age answers "younger", never "born"
+    assert open_relation_words(q, ["He retired at the age of 45."]) == ["brother", "born"]
+    assert relation_position("He retired at the age of 45.", ["born"]) == -1
+    assert relation_position("He retired at the age of 45.", ["older"]) == 18
+    assert relation_position("Neil Young sang.", ["born"]) == -1
+    assert covers("Its President is Jane Roe.", ["president"])
 
 
 def test_names_entity_and_about_entity():
