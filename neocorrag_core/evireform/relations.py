@@ -31,7 +31,8 @@ from neocorrag_core.entities import all_capitals
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?", re.UNICODE)
 # What may stand between a sentence's end and its first word: spaces, quotes, brackets.
-_SENTENCE_END = re.compile(r"(?:^|[.!?;:])[\s\"'“”‘’(\[]*$")
+_OPENING = re.compile(r"[\s\"'“”‘’(\[]*")
+_SENTENCE_END = re.compile(r"[.!?;:]" + _OPENING.pattern + r"$")
 
 # Function words and question words: never a relation. Kept short and explicit so a
 # reader can see why a word was dropped.
@@ -98,12 +99,14 @@ def _words(text: str) -> Iterator[tuple[int, str, bool]]:
     capitalised word that does not start a sentence is part of a name (in a text typed
     ALL IN CAPITALS nothing is)."""
     shouting = all_capitals(text)
+    previous = 0
     for match in _WORD.finditer(text):
-        word = match.group(0)
-        name = (
-            not shouting and not word.islower() and not _SENTENCE_END.search(text, 0, match.start())
-        )
-        yield match.start(), word.casefold(), name
+        word, start = match.group(0), match.start()
+        # Only the gap since the previous word can end a sentence (linear in the text).
+        gap = text[previous:start]
+        opens = _SENTENCE_END.search(gap) or (previous == 0 and _OPENING.fullmatch(gap))
+        previous = match.end()
+        yield start, word.casefold(), not shouting and not word.islower() and not opens
 
 
 @dataclass(frozen=True)
