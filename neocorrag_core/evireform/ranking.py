@@ -272,8 +272,7 @@ def chain_links(
             if hop is not None:
                 links.append(ChainLink("", hop))
             continue
-        upto = len(evidence) if evidence_upto is None else evidence_upto.get(query.round)
-        known = evidence[: len(evidence) if upto is None else upto]
+        known = evidence[: (evidence_upto or {}).get(query.round, len(evidence))]
         named = [
             pid
             for prop in known

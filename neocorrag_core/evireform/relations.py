@@ -175,7 +175,9 @@ def relation_position(text: str, words: Sequence[str]) -> int:
         wanted |= _asked(word)
     own = {_stem(word) for word in words}
     for offset, word, name in _words(text):
-        if _stem(word) in own if name else _equivalents(word) & wanted:
+        # A name covers by its own letters only, as in Coverage.covers.
+        hit = _stem(word) in own if name else bool(_equivalents(word) & wanted)
+        if hit:
             return offset
     return -1
 
