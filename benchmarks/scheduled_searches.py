@@ -26,14 +26,22 @@ running the generator::
     python benchmarks/scheduled_searches.py \\
         --data ../shared/data/musique/hipporag_musique_train_100.json \\
         --triples ../shared/data/musique/hipporag_musique_train_openie_gpt35.json --split tune
+
+With ``--records`` (a ``belief`` cache file of ``neocorrag eval``, e.g.
+``benchmarks/results/eval/belief-2wiki-report-1.5b-all/cache/belief.jsonl``) it instead
+rewrites the query of every scheduled search those episodes made, from the workspace the
+episode had then, with the current rules, and lists the queries that would differ: whether
+records made under older writer rules still stand for the current ones.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from neocorrag_core.belief import EvidenceWorkspace
 from neocorrag_core.belief.writer import entity_next_query
@@ -122,6 +130,55 @@ def schedule(
     return workspace.ids, rounds
 
 
+def recorded_query_changes(
+    records: Sequence[dict],
+    passages: dict[str, Passage],
+    triples_of: Callable[[Sequence[Passage]], Sequence[Sequence[Triple]]],
+) -> tuple[int, list[tuple[str, str, str]]]:
+    """The scheduled searches of recorded ``belief`` episodes (eval records, one per
+    question) rewritten with the current rules: how many there were, and (question id,
+    recorded query, query now) for each that differs. Each query is written from the
+    workspace before its step and the queries asked before it, as the controller does."""
+    checked, changed = 0, []
+    for record in records:
+        steps = record["info"]["trajectory"]
+        asked = [record["question"]]
+        for before, step in pairwise(steps):
+            if step["action"] == "retrieve" and step["reason"].startswith("scheduled search"):
+                shown = [passages[pid] for pid in before["evidence_ids"]]
+                now = entity_next_query(record["question"], shown, triples_of(shown), asked)
+                checked += 1
+                if now != step["query"]:
+                    changed.append((record["qid"], step["query"], now))
+            if step.get("query") and step["action"] in ("retrieve", "rewrite"):
+                asked.append(step["query"])
+    return checked, changed
+
+
+def _read_records(path: str, examples: Sequence[QAExample]) -> list[dict]:
+    """The last record per question of an eval cache file, checked against the data."""
+    known = {p.id for example in examples for p in example.passages}
+    latest: dict[str, dict] = {}
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            try:
+                record = json.loads(line)
+                steps = record["info"]["trajectory"]
+                read = {pid for step in steps for pid in step["evidence_ids"]}
+            except (ValueError, KeyError, TypeError) as exc:
+                raise NeocorragError(
+                    f"{path}, line {number}: not a belief episode record of neocorrag eval "
+                    f"({exc!r}); pass a cache/belief*.jsonl file of an eval folder"
+                ) from exc
+            if not read <= known:
+                raise NeocorragError(
+                    f"{path}: question {record['qid']} read passages that --data does not "
+                    "hold; pass the data file the records were made from"
+                )
+            latest[record["qid"]] = record  # a cache file appends; the last one counts
+    return list(latest.values())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True)
@@ -132,12 +189,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--min-searches", type=int, default=2)
     parser.add_argument("--max-rounds", type=int, default=4)
     parser.add_argument("--max-evidence", type=int, default=8)
+    parser.add_argument(
+        "--records",
+        default=None,
+        help="a belief cache file (.jsonl) of neocorrag eval: check its scheduled queries",
+    )
     args = parser.parse_args(argv)
 
     try:
         examples = load_qa(args.data)[0]
+        records = _read_records(args.records, examples) if args.records else None
     except (OSError, NeocorragError) as exc:  # the message names the file and the fix
         parser.error(str(exc))
+    source = resolve_triple_source(args.triples, "runs/scheduled-searches")
+
+    def triples_of(passages: Sequence[Passage]) -> Sequence[Sequence[Triple]]:
+        return triples_per_passage(source, list(passages))
+
+    if records is not None:
+        by_id = {p.id: p for example in examples for p in example.passages}
+        checked, changed = recorded_query_changes(records, by_id, triples_of)
+        print(f"{args.records}: {checked} scheduled searches, {len(changed)} queries differ now")
+        for qid, recorded, now in changed:
+            print(f"- {qid}: {recorded!r} -> {now!r}")
+        return 0
     corpus = pooled_corpus(examples)
     chosen = in_split(examples, args.split)[: args.limit]
     retriever = Retriever(
@@ -147,10 +222,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         corpus=corpus,
         vector_cache=default_cache_dir() / "eval-vectors",
     )
-    source = resolve_triple_source(args.triples, "runs/scheduled-searches")
-
-    def triples_of(passages: Sequence[Passage]) -> Sequence[Sequence[Triple]]:
-        return triples_per_passage(source, list(passages))
 
     outcomes = {v.name: Outcome() for v in VARIANTS}
     first_only = Outcome()

@@ -89,3 +89,90 @@ def test_a_missing_data_file_or_a_bad_count_is_one_usage_line(capsys) -> None:
             scheduled.main(argv)
         assert exit_info.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def _step(step: int, action: str, reason: str, query: str, evidence: list[str]) -> dict:
+    return {
+        "step": step,
+        "action": action,
+        "reason": reason,
+        "query": query,
+        "evidence_ids": evidence,
+    }
+
+
+def _episode(qid: str, second_query: str, third_query: str) -> dict:
+    steps = [
+        _step(
+            0, "retrieve", "first retrieval for the question", FATHER_QUESTION, ["actor", "costar"]
+        ),
+        _step(
+            1,
+            "retrieve",
+            "scheduled search 2 of 3 (min_searches): ...",
+            second_query,
+            ["actor", "costar", "father"],
+        ),
+        _step(
+            2,
+            "retrieve",
+            "scheduled search 3 of 3 (min_searches): ...",
+            third_query,
+            ["actor", "costar", "father"],
+        ),
+        _step(3, "stop", "best-effort answer", "", ["actor", "costar", "father"]),
+    ]
+    return {"qid": qid, "question": FATHER_QUESTION, "info": {"trajectory": steps}}
+
+
+def test_recorded_scheduled_queries_are_rewritten_from_the_workspace_they_had():
+    passages = {p.id: p for p in (ACTOR, COSTAR, FATHER)}
+    no_triples = lambda shown: [[] for _ in shown]  # noqa: E731
+    # The current rules write "Thomas Stanley born" from the first search, then (that
+    # query asked, the father's passage read) "Leeds".
+    current = _episode("q1", "Thomas Stanley born", "Leeds")
+    older = _episode("q2", "Edward Smith father", "Leeds")
+    checked, changed = scheduled.recorded_query_changes([current, older], passages, no_triples)
+    assert checked == 4
+    # q2's third query is rewritten after what q2 really asked ("Edward Smith father", not
+    # "Thomas Stanley born"), so the current rules would still ask for Thomas Stanley there.
+    assert changed == [
+        ("q2", "Edward Smith father", "Thomas Stanley born"),
+        ("q2", "Leeds", "Thomas Stanley born"),
+    ]
+
+
+def test_records_that_are_not_belief_episodes_or_not_of_the_data_are_one_usage_line(
+    tmp_path, capsys
+) -> None:
+    import json
+
+    import pytest
+
+    data = tmp_path / "data.json"
+    data.write_text(
+        json.dumps(
+            [
+                {
+                    "id": "q1",
+                    "question": FATHER_QUESTION,
+                    "answer": "Leeds",
+                    "paragraphs": [
+                        {"title": "A", "paragraph_text": "Some text.", "is_supporting": True}
+                    ],
+                }
+            ]
+        )
+    )
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"qid": "q1"}\n')
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text(json.dumps(_episode("q1", "x", "y")) + "\n")
+    for path, message in (
+        (bad, "line 1: not a belief episode record"),
+        (foreign, "read passages that --data does not hold"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            scheduled.main(["--data", str(data), "--records", str(path)])
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
