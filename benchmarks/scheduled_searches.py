@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from neocorrag_core.belief import EvidenceWorkspace
+from neocorrag_core.belief.verifier import PromptBudget
 from neocorrag_core.belief.writer import entity_next_query
 from neocorrag_core.cli_index import at_least_one
 from neocorrag_core.errors import NeocorragError
@@ -138,14 +139,16 @@ def recorded_query_changes(
     """The scheduled searches of recorded ``belief`` episodes (eval records, one per
     question) rewritten with the current rules: how many there were, and (question id,
     recorded query, query now) for each that differs. Each query is written from the
-    workspace before its step and the queries asked before it, as the controller does."""
+    workspace before its step (its first ``PromptBudget().max_passages``, the writer's
+    default) and the queries asked before it, as the controller does."""
+    shows = PromptBudget().max_passages
     checked, changed = 0, []
     for record in records:
         steps = record["info"]["trajectory"]
         asked = [record["question"]]
         for before, step in pairwise(steps):
             if step["action"] == "retrieve" and step["reason"].startswith("scheduled search"):
-                shown = [passages[pid] for pid in before["evidence_ids"]]
+                shown = [passages[pid] for pid in before["evidence_ids"][:shows]]
                 now = entity_next_query(record["question"], shown, triples_of(shown), asked)
                 checked += 1
                 if now != step["query"]:
@@ -153,6 +156,9 @@ def recorded_query_changes(
             if step.get("query") and step["action"] in ("retrieve", "rewrite"):
                 asked.append(step["query"])
     return checked, changed
+
+
+_STEP_KEYS = ("action", "reason", "evidence_ids")
 
 
 def _read_records(path: str, examples: Sequence[QAExample]) -> list[dict]:
@@ -164,13 +170,16 @@ def _read_records(path: str, examples: Sequence[QAExample]) -> list[dict]:
             try:
                 record = json.loads(line)
                 steps = record["info"]["trajectory"]
-                read = {pid for step in steps for pid in step["evidence_ids"]}
-            except (ValueError, KeyError, TypeError) as exc:
+                complete = "qid" in record and "question" in record
+                complete = complete and all(key in step for step in steps for key in _STEP_KEYS)
+            except (ValueError, KeyError, TypeError):
+                complete = False
+            if not complete:
                 raise NeocorragError(
-                    f"{path}, line {number}: not a belief episode record of neocorrag eval "
-                    f"({exc!r}); pass a cache/belief*.jsonl file of an eval folder"
-                ) from exc
-            if not read <= known:
+                    f"{path}, line {number}: not a belief episode record of neocorrag eval; "
+                    "pass a cache/belief*.jsonl file of an eval folder"
+                )
+            if not known.issuperset(pid for step in steps for pid in step["evidence_ids"]):
                 raise NeocorragError(
                     f"{path}: question {record['qid']} read passages that --data does not "
                     "hold; pass the data file the records were made from"

@@ -166,10 +166,15 @@ def test_records_that_are_not_belief_episodes_or_not_of_the_data_are_one_usage_l
     )
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"qid": "q1"}\n')
+    no_question = tmp_path / "no_question.jsonl"
+    episode = _episode("q1", "x", "y")
+    del episode["question"]
+    no_question.write_text(json.dumps(episode) + "\n")
     foreign = tmp_path / "foreign.jsonl"
     foreign.write_text(json.dumps(_episode("q1", "x", "y")) + "\n")
     for path, message in (
         (bad, "line 1: not a belief episode record"),
+        (no_question, "line 1: not a belief episode record"),
         (foreign, "read passages that --data does not hold"),
     ):
         with pytest.raises(SystemExit) as exit_info:
