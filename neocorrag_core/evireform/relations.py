@@ -164,7 +164,8 @@ def open_relation_words(
 
 
 def covers(text: str, words: Sequence[str]) -> bool:
-    """Whether ``text`` covers at least one of ``words`` (prefix or listed equivalent)."""
+    """Whether ``text`` covers at least one of ``words`` (prefix or listed equivalent; a
+    name inside a sentence by its own letters only)."""
     return relation_position(text, words) >= 0
 
 
