@@ -1,0 +1,154 @@
+"""One method against a baseline over the questions of several ``neocorrag eval`` runs
+pooled together: per run and pooled, both means, the difference and its paired bootstrap
+interval (the eval's own: 2,000 resamples, seed 0).
+
+A held-out half holds 41-68 questions, so one question moves a percentage by 1.5-2.5
+points and a goal stated for a data *source* ("+10 Chain@5 on MuSiQue") is read more
+reliably from every held-out question of that source than from one file's half. Pool
+only runs of one method setting and one protocol (the same ``--split``, ``--pool``,
+reader): the script pairs each question's method record with its baseline record of the
+same run, and pools the pairs. For example, EviReform on both MuSiQue files' report
+halves::
+
+    python benchmarks/pooled_comparison.py \\
+        benchmarks/results/eval/evireform-musique-report \\
+        benchmarks/results/eval/evireform-musique-dev-report \\
+        --method evireform --baseline none --metric chain --metric recall
+
+A run is a folder holding the ``results.json`` that ``neocorrag eval`` writes (or that
+file itself). Rate metrics (recall, chain, f1, ...) are printed in points; counts (aid,
+total_tokens, ...) as they are, with the method's mean over the baseline's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from neocorrag_core.eval.metrics import paired_bootstrap
+
+RATES = frozenset({"recall", "hit", "chain", "f1", "em", "evidence_recall", "empty"})
+"""Per-question values in [0, 1], printed as points (x100)."""
+
+
+class InputError(ValueError):
+    """A run folder or a name on the command line that the comparison cannot use."""
+
+
+@dataclass(frozen=True)
+class Paired:
+    """One run's aligned per-question values of a metric: the method's and the baseline's."""
+
+    run: str
+    method: tuple[float, ...]
+    baseline: tuple[float, ...]
+
+
+def results_file(run: str) -> Path:
+    """The ``results.json`` of ``run`` (a folder of ``neocorrag eval``, or the file)."""
+    path = Path(run)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise InputError(f"{run}: no results.json there (run `neocorrag eval --out {run}` first)")
+    return path
+
+
+def paired_values(run: str, results: dict, method: str, baseline: str, metric: str) -> Paired:
+    """The per-question values of ``metric`` for ``method`` and ``baseline`` in one run's
+    results, in the baseline's question order. Every question of either must be in both."""
+    per_question = results.get("per_question")
+    if not isinstance(per_question, dict):
+        raise InputError(f"{run}: results.json has no per_question table")
+    records = {}
+    for name in (method, baseline):
+        if name not in per_question:
+            raise InputError(
+                f"{run}: no method {name!r} (it has {', '.join(sorted(per_question))})"
+            )
+        records[name] = {row["qid"]: row for row in per_question[name]}
+    if records[method].keys() != records[baseline].keys():
+        raise InputError(f"{run}: {method!r} and {baseline!r} answered different questions")
+    qids = list(records[baseline])
+    columns = []
+    for name in (method, baseline):
+        values = [records[name][qid].get(metric) for qid in qids]
+        if any(not isinstance(v, (int, float)) or math.isnan(v) for v in values):
+            raise InputError(f"{run}: {name!r} has no numeric {metric!r} for every question")
+        columns.append(tuple(float(v) for v in values))
+    return Paired(run, columns[0], columns[1])
+
+
+def comparison_rows(pairs: Sequence[Paired], metric: str) -> list[str]:
+    """Markdown rows, one per run and a pooled one: questions, baseline mean, method mean,
+    the difference with its 95 % paired bootstrap interval (and method / baseline for counts)."""
+    scale = 100.0 if metric in RATES else 1.0
+    groups = [(p.run, p.method, p.baseline) for p in pairs]
+    if len(pairs) > 1:
+        groups.append(
+            (
+                "**pooled**",
+                tuple(v for p in pairs for v in p.method),
+                tuple(v for p in pairs for v in p.baseline),
+            )
+        )
+    rows = []
+    for name, method, baseline in groups:
+        interval = paired_bootstrap(method, baseline)
+        base_mean, method_mean = sum(baseline) / len(baseline), sum(method) / len(method)
+        ratio = ""
+        if metric not in RATES:
+            ratio = f" | {method_mean / base_mean:.2f}x" if base_mean else " | –"
+        rows.append(
+            f"| {name} | {interval.n} | {scale * base_mean:.2f} | {scale * method_mean:.2f} | "
+            f"{scale * interval.mean:+.2f} [{scale * interval.low:+.2f}, "
+            f"{scale * interval.high:+.2f}]{ratio} |"
+        )
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", help="neocorrag eval output folders (results.json)")
+    parser.add_argument("--method", required=True)
+    parser.add_argument("--baseline", required=True)
+    parser.add_argument(
+        "--metric", action="append", required=True, help="a per-question field, e.g. chain"
+    )
+    args = parser.parse_args(argv)
+    try:
+        loaded = []
+        for run in args.runs:
+            path = results_file(run)
+            try:
+                loaded.append((run, json.loads(path.read_text(encoding="utf-8"))))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise InputError(f"{path}: not readable as JSON ({exc})") from exc
+        tables = {
+            metric: [
+                paired_values(run, res, args.method, args.baseline, metric) for run, res in loaded
+            ]
+            for metric in args.metric
+        }
+    except InputError as exc:
+        parser.error(str(exc))
+    for metric, pairs in tables.items():
+        counts = metric not in RATES
+        print(f"\n{metric}: {args.method} against {args.baseline}")
+        print(
+            f"| run | questions | {args.baseline} | {args.method} | difference (95 %) |"
+            + (" method / baseline |" if counts else "")
+        )
+        print("|---|---:|---:|---:|---|" + ("---:|" if counts else ""))
+        for row in comparison_rows(pairs, metric):
+            print(row)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""benchmarks/pooled_comparison.py: one method against a baseline over several eval runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "pooled_comparison.py"
+spec = importlib.util.spec_from_file_location("pooled_comparison", SCRIPT)
+assert spec and spec.loader
+pooled = importlib.util.module_from_spec(spec)
+sys.modules.setdefault(spec.name, pooled)  # its dataclasses look their module up
+spec.loader.exec_module(pooled)
+
+
+def write_run(folder: Path, rows: dict[str, list[tuple[str, float, float]]]) -> str:
+    """A results.json whose per_question table has, per method, (qid, chain, aid) rows."""
+    folder.mkdir()
+    per_question = {
+        method: [{"qid": qid, "chain": chain, "aid": aid} for qid, chain, aid in values]
+        for method, values in rows.items()
+    }
+    (folder / "results.json").write_text(json.dumps({"per_question": per_question}))
+    return str(folder)
+
+
+@pytest.fixture
+def runs(tmp_path):
+    # Run a: 2 questions, chain 0 -> 1 on one of them. Run b: 2 questions, chain 0 -> 1 on
+    # both. Pooled: 3 of 4 questions gain a full point, i.e. +75 points.
+    a = write_run(
+        tmp_path / "a",
+        {
+            "none": [("q1", 0.0, 3.0), ("q2", 1.0, 3.0)],
+            "evireform": [("q2", 1.0, 2.0), ("q1", 1.0, 2.0)],  # order differs: paired by qid
+        },
+    )
+    b = write_run(
+        tmp_path / "b",
+        {
+            "none": [("q1", 0.0, 4.0), ("q3", 0.0, 4.0)],
+            "evireform": [("q1", 1.0, 1.0), ("q3", 1.0, 1.0)],
+        },
+    )
+    return a, b
+
+
+def test_pooled_row_pairs_every_question_of_every_run(runs, capsys):
+    assert (
+        pooled.main([*runs, "--method", "evireform", "--baseline", "none", "--metric", "chain"])
+        == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    a_row = next(line for line in lines if line.startswith(f"| {runs[0]} "))
+    pooled_row = next(line for line in lines if line.startswith("| **pooled** "))
+    assert a_row.split(" | ")[1:4] == ["2", "50.00", "100.00"]  # questions, none, evireform
+    assert a_row.split(" | ")[4].startswith("+50.00")
+    assert pooled_row.split(" | ")[1:4] == ["4", "25.00", "100.00"]
+    assert pooled_row.split(" | ")[4].startswith("+75.00")
+
+
+def test_a_count_metric_is_not_scaled_and_gets_the_ratio(runs, capsys):
+    pooled.main([*runs, "--method", "evireform", "--baseline", "none", "--metric", "aid"])
+    pooled_row = next(line for line in capsys.readouterr().out.splitlines() if "**pooled**" in line)
+    # none: mean(3, 3, 4, 4) = 3.5; evireform: mean(2, 2, 1, 1) = 1.5; 1.5 / 3.5 = 0.43
+    assert pooled_row.split(" | ")[1:4] == ["4", "3.50", "1.50"]
+    assert pooled_row.rstrip(" |").endswith("0.43x")
+
+
+def test_one_run_prints_no_pooled_row(runs, capsys):
+    pooled.main([runs[0], "--method", "evireform", "--baseline", "none", "--metric", "chain"])
+    assert "**pooled**" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--method", "evireform-lm", "--baseline", "none", "--metric", "chain"],
+            "no method 'evireform-lm'",
+        ),
+        (["--method", "evireform", "--baseline", "none", "--metric", "f1"], "no numeric 'f1'"),
+    ],
+)
+def test_unusable_names_give_one_usage_line(runs, capsys, args, message):
+    with pytest.raises(SystemExit) as exit_info:
+        pooled.main([runs[0], *args])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_runs_that_cannot_be_paired_are_refused(tmp_path, capsys):
+    uneven = write_run(
+        tmp_path / "uneven",
+        {"none": [("q1", 0.0, 3.0)], "evireform": [("q1", 1.0, 2.0), ("q2", 1.0, 2.0)]},
+    )
+    missing = str(tmp_path / "never-run")
+    for run, message in [(uneven, "answered different questions"), (missing, "no results.json")]:
+        with pytest.raises(SystemExit):
+            pooled.main([run, "--method", "evireform", "--baseline", "none", "--metric", "chain"])
+        assert message in capsys.readouterr().err
+    (tmp_path / "torn").mkdir()
+    (tmp_path / "torn" / "results.json").write_text("{")
+    with pytest.raises(SystemExit):
+        pooled.main(
+            [str(tmp_path / "torn"), "--method", "a", "--baseline", "b", "--metric", "chain"]
+        )
+    assert "not readable as JSON" in capsys.readouterr().err
