@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import datetime
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_scripts import load_benchmark
 
 from neocorrag_core.belief import (
     Action,
@@ -29,7 +28,6 @@ from neocorrag_core.belief.fitting import log_loss
 from neocorrag_core.errors import InputError
 from neocorrag_core.eval.splits import calibration_split_of, split_of
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "fit_calibrator.py"
 DAY = datetime.date(2024, 5, 1)
 
 
@@ -340,11 +338,7 @@ def test_a_results_file_that_is_not_utf8_is_an_input_error_and_the_script_says_s
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("fit_calibrator", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("fit_calibrator")
 
 
 def test_the_script_writes_a_loadable_file_a_report_and_a_plot(tmp_path, capsys):
@@ -376,10 +370,7 @@ def test_the_script_writes_a_loadable_file_a_report_and_a_plot(tmp_path, capsys)
 
 
 def test_the_replay_script_walks_recorded_steps_by_the_rules(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("replay", SCRIPT.parent / "replay_decisions.py")
-    assert spec is not None and spec.loader is not None
-    replay = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(replay)
+    replay = load_benchmark("replay_decisions")
     support = AnswerabilityCalibrator(("support",), (4.0,), 0.0, (0.5,), (0.25,), version="s")
     files = {}
     for name, p in (("hopeful", 0.9), ("futile", 0.01)):
@@ -414,10 +405,7 @@ def test_the_replay_script_walks_recorded_steps_by_the_rules(tmp_path, capsys):
 
 def test_the_replay_script_reads_steps_that_skipped_the_verifier(tmp_path, capsys):
     """verify="auto" (the default) records no verifier numbers on a skipped step."""
-    spec = importlib.util.spec_from_file_location("replay", SCRIPT.parent / "replay_decisions.py")
-    assert spec is not None and spec.loader is not None
-    replay = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(replay)
+    replay = load_benchmark("replay_decisions")
     skipped = {"support": None, "conflict": None, "uncertainty": None, "gap": None}
     local = Step(
         index=1,

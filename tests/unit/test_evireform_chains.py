@@ -402,14 +402,9 @@ def test_new_settings_are_validated():
 
 
 def test_wrapper_benchmark_summary_by_hand():
-    import importlib.util
-    from pathlib import Path
+    from benchmark_scripts import load_benchmark
 
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_evireform_wrappers.py"
-    spec = importlib.util.spec_from_file_location("bench_evireform_wrappers", script)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("bench_evireform_wrappers")
     rows = [
         {"framework": "langchain", "retriever": "single-shot", "recall": 0.5, "chain": 0.0,
          "seconds": 0.1},

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_scripts import load_benchmark
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "pooled_comparison.py"
-spec = importlib.util.spec_from_file_location("pooled_comparison", SCRIPT)
-assert spec and spec.loader
-pooled = importlib.util.module_from_spec(spec)
-sys.modules.setdefault(spec.name, pooled)  # its dataclasses look their module up
-spec.loader.exec_module(pooled)
+pooled = load_benchmark("pooled_comparison")
 
 
 def write_run(folder: Path, rows: dict[str, list[tuple[str, float, float]]]) -> str:

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
+from benchmark_scripts import load_benchmark
 from hop_fixtures import ACTOR, COSTAR, FATHER, FATHER_QUESTION
 
 from neocorrag_core.eval.datasets import QAExample
 from neocorrag_core.types import Passage
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "scheduled_searches.py"
-spec = importlib.util.spec_from_file_location("scheduled_searches", SCRIPT)
-assert spec and spec.loader
-scheduled = importlib.util.module_from_spec(spec)
-sys.modules.setdefault(spec.name, scheduled)  # its dataclasses look their module up
-spec.loader.exec_module(scheduled)
+scheduled = load_benchmark("scheduled_searches")
 
 EXAMPLE = QAExample(
     id="q1",
