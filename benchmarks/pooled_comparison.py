@@ -71,9 +71,18 @@ def paired_values(run: str, results: dict, method: str, baseline: str, metric: s
             raise InputError(
                 f"{run}: no method {name!r} (it has {', '.join(sorted(per_question))})"
             )
-        records[name] = {row["qid"]: row for row in per_question[name]}
+        rows = per_question[name]
+        if not isinstance(rows, list) or not all(
+            isinstance(row, dict) and isinstance(row.get("qid"), str) for row in rows
+        ):
+            raise InputError(f"{run}: the records of {name!r} are not rows with a 'qid'")
+        records[name] = {row["qid"]: row for row in rows}
+        if len(records[name]) != len(rows):
+            raise InputError(f"{run}: {name!r} holds a question twice")
     if records[method].keys() != records[baseline].keys():
         raise InputError(f"{run}: {method!r} and {baseline!r} answered different questions")
+    if not records[baseline]:
+        raise InputError(f"{run}: no question answered by {baseline!r}")
     qids = list(records[baseline])
     columns = []
     for name in (method, baseline):

@@ -104,3 +104,25 @@ def test_runs_that_cannot_be_paired_are_refused(tmp_path, capsys):
             [str(tmp_path / "torn"), "--method", "a", "--baseline", "b", "--metric", "chain"]
         )
     assert "not readable as JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        ({"none": [], "evireform": []}, "no question answered"),
+        ({"none": [{"chain": 1.0}], "evireform": [{"chain": 1.0}]}, "not rows with a 'qid'"),
+        ({"none": "rows", "evireform": []}, "not rows with a 'qid'"),
+        (
+            {"none": [{"qid": "q1", "chain": 0.0}] * 2, "evireform": [{"qid": "q1", "chain": 1.0}]},
+            "holds a question twice",
+        ),
+    ],
+)
+def test_malformed_records_give_one_usage_line(tmp_path, capsys, records, message):
+    (tmp_path / "results.json").write_text(json.dumps({"per_question": records}))
+    with pytest.raises(SystemExit) as exit_info:
+        pooled.main(
+            [str(tmp_path), "--method", "evireform", "--baseline", "none", "--metric", "chain"]
+        )
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
