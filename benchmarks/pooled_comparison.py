@@ -59,10 +59,10 @@ def results_file(run: str) -> Path:
     return path
 
 
-def paired_values(run: str, results: dict, method: str, baseline: str, metric: str) -> Paired:
+def paired_values(run: str, results: object, method: str, baseline: str, metric: str) -> Paired:
     """The per-question values of ``metric`` for ``method`` and ``baseline`` in one run's
     results, in the baseline's question order. Every question of either must be in both."""
-    per_question = results.get("per_question")
+    per_question = results.get("per_question") if isinstance(results, dict) else None
     if not isinstance(per_question, dict):
         raise InputError(f"{run}: results.json has no per_question table")
     records = {}
@@ -136,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = results_file(run)
             try:
                 loaded.append((run, json.loads(path.read_text(encoding="utf-8"))))
-            except (OSError, json.JSONDecodeError) as exc:
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise InputError(f"{path}: not readable as JSON ({exc})") from exc
         tables = {
             metric: [

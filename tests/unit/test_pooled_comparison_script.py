@@ -97,6 +97,18 @@ def test_runs_that_cannot_be_paired_are_refused(tmp_path, capsys):
         with pytest.raises(SystemExit):
             pooled.main([run, "--method", "evireform", "--baseline", "none", "--metric", "chain"])
         assert message in capsys.readouterr().err
+    (tmp_path / "list").mkdir()
+    (tmp_path / "list" / "results.json").write_text("[1, 2]")
+    with pytest.raises(SystemExit):
+        pooled.main([str(tmp_path / "list"), "--method", "a", "--baseline", "b", "--metric", "f1"])
+    assert "has no per_question table" in capsys.readouterr().err
+    (tmp_path / "latin1").mkdir()
+    (tmp_path / "latin1" / "results.json").write_bytes(b'{"per_question": "\xe9"}')
+    with pytest.raises(SystemExit):
+        pooled.main(
+            [str(tmp_path / "latin1"), "--method", "a", "--baseline", "b", "--metric", "f1"]
+        )
+    assert "not readable as JSON" in capsys.readouterr().err
     (tmp_path / "torn").mkdir()
     (tmp_path / "torn" / "results.json").write_text("{")
     with pytest.raises(SystemExit):
