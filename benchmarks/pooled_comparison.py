@@ -30,14 +30,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from neocorrag_core.errors import InputError
 from neocorrag_core.eval.metrics import paired_bootstrap
 
 RATES = frozenset({"recall", "hit", "chain", "f1", "em", "evidence_recall", "empty"})
 """Per-question values in [0, 1], printed as points (x100)."""
-
-
-class InputError(ValueError):
-    """A run folder or a name on the command line that the comparison cannot use."""
 
 
 @dataclass(frozen=True)

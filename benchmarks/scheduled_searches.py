@@ -39,7 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -161,9 +161,9 @@ def recorded_query_changes(
 _STEP_KEYS = ("action", "reason", "evidence_ids")
 
 
-def _read_records(path: str, examples: Sequence[QAExample]) -> list[dict]:
-    """The last record per question of an eval cache file, checked against the data."""
-    known = {p.id for example in examples for p in example.passages}
+def _read_records(path: str, known: Collection[str]) -> list[dict]:
+    """The last record per question of an eval cache file, checked against the data
+    (``known``: the ids of its passages)."""
     latest: dict[str, dict] = {}
     with open(path, encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
@@ -179,7 +179,7 @@ def _read_records(path: str, examples: Sequence[QAExample]) -> list[dict]:
                     f"{path}, line {number}: not a belief episode record of neocorrag eval; "
                     "pass a cache/belief*.jsonl file of an eval folder"
                 )
-            if not known.issuperset(pid for step in steps for pid in step["evidence_ids"]):
+            if not all(pid in known for step in steps for pid in step["evidence_ids"]):
                 raise NeocorragError(
                     f"{path}: question {record['qid']} read passages that --data does not "
                     "hold; pass the data file the records were made from"
@@ -207,7 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         examples = load_qa(args.data)[0]
-        records = _read_records(args.records, examples) if args.records else None
+        by_id = {p.id: p for example in examples for p in example.passages}
+        records = _read_records(args.records, by_id) if args.records else None
     except (OSError, NeocorragError) as exc:  # the message names the file and the fix
         parser.error(str(exc))
     source = resolve_triple_source(args.triples, "runs/scheduled-searches")
@@ -216,7 +217,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return triples_per_passage(source, list(passages))
 
     if records is not None:
-        by_id = {p.id: p for example in examples for p in example.passages}
         checked, changed = recorded_query_changes(records, by_id, triples_of)
         print(f"{args.records}: {checked} scheduled searches, {len(changed)} queries differ now")
         for qid, recorded, now in changed:
