@@ -16,8 +16,10 @@ halves::
         --method evireform --baseline none --metric chain --metric recall
 
 A run is a folder holding the ``results.json`` that ``neocorrag eval`` writes (or that
-file itself). Rate metrics (recall, chain, f1, ...) are printed in points; counts (aid,
-total_tokens, ...) as they are, with the method's mean over the baseline's.
+file itself). ``--split report`` (or ``tune``) keeps only the questions of that hash half
+(``neocorrag_core.eval.splits``), for a run made on a whole file. Rate metrics (recall,
+chain, f1, ...) are printed in points; counts (aid, total_tokens, ...) as they are, with
+the method's mean over the baseline's.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 
 from neocorrag_core.errors import InputError
 from neocorrag_core.eval.metrics import paired_bootstrap
+from neocorrag_core.eval.splits import split_of
 
 RATES = frozenset({"recall", "hit", "chain", "f1", "em", "evidence_recall", "empty"})
 """Per-question values in [0, 1], printed as points (x100)."""
@@ -56,9 +59,17 @@ def results_file(run: str) -> Path:
     return path
 
 
-def paired_values(run: str, results: object, method: str, baseline: str, metric: str) -> Paired:
+def paired_values(
+    run: str,
+    results: object,
+    method: str,
+    baseline: str,
+    metric: str,
+    split: str | None = None,
+) -> Paired:
     """The per-question values of ``metric`` for ``method`` and ``baseline`` in one run's
-    results, in the baseline's question order. Every question of either must be in both."""
+    results, in the baseline's question order. Every question of either must be in both.
+    ``split``: only the questions of that hash half (``"tune"`` or ``"report"``)."""
     per_question = results.get("per_question") if isinstance(results, dict) else None
     if not isinstance(per_question, dict):
         raise InputError(f"{run}: results.json has no per_question table")
@@ -78,9 +89,10 @@ def paired_values(run: str, results: object, method: str, baseline: str, metric:
             raise InputError(f"{run}: {name!r} holds a question twice")
     if records[method].keys() != records[baseline].keys():
         raise InputError(f"{run}: {method!r} and {baseline!r} answered different questions")
-    if not records[baseline]:
-        raise InputError(f"{run}: no question answered by {baseline!r}")
-    qids = list(records[baseline])
+    qids = [qid for qid in records[baseline] if split is None or split_of(qid) == split]
+    if not qids:
+        half = f" in the {split} half" if split else ""
+        raise InputError(f"{run}: no question answered by {baseline!r}{half}")
     columns = []
     for name in (method, baseline):
         values = [records[name][qid].get(metric) for qid in qids]
@@ -126,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--metric", action="append", required=True, help="a per-question field, e.g. chain"
     )
+    parser.add_argument(
+        "--split", choices=("tune", "report"), help="only the questions of this hash half"
+    )
     args = parser.parse_args(argv)
     try:
         loaded = []
@@ -137,7 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise InputError(f"{path}: not readable as JSON ({exc})") from exc
         tables = {
             metric: [
-                paired_values(run, res, args.method, args.baseline, metric) for run, res in loaded
+                paired_values(run, res, args.method, args.baseline, metric, args.split)
+                for run, res in loaded
             ]
             for metric in args.metric
         }

@@ -152,25 +152,34 @@ class MinerConfig:
             for "When did X die?"); use ``"none"`` where such answers matter.
 
     Output
-        chain_format: how the chain block handed to the reader is written.
-            ``"linking"`` (default) leaves out the chains that one kept passage states
-            whole (the reader reads that passage anyway) and states each remaining fact
-            once: what remains are the chains that connect passages and those with a fact
-            of a dropped passage, and the block is empty when there are none;
-            ``"compact"`` keeps every chain, each line holding only the steps no earlier
-            line stated (a chain with nothing new gets no line); ``"full"`` writes every
-            chain whole, as the paper does; ``"none"`` hands the reader no block
-            (``result.context()`` is the kept passages). With an empty block the adapters
-            add no chain document and put the chain metadata on the first kept document.
-            The chains themselves are the same in every case. Measured on the dev split
-            (docs/benchmarks.md, "Only the chains that link passages"): linking reads
-            30-48 fewer reader tokens per question than compact at the same F1 (level on
-            the tune half with the 0.5B reader, where it was chosen; +1.3 / +0.0 / +0.7
-            held out with the 1.5B), and compact 25-35 fewer than full ("A compact chain
+        chain_format: how the chain block handed to the reader is written, if at all.
+            ``"none"`` (default since ``miner-8``) hands the reader no block:
+            ``result.context()`` is the kept passages, the adapters add no chain document
+            and put the chain metadata on the first kept document. The chains still choose
+            and cut the passages, and stay in ``result.chains`` and the metadata. Why not
+            the paper's block: with spaCy triples a chain is a lossy paraphrase the reader
+            over-trusts ("Garajonay National Park - located in -> center" turned "Canary
+            Islands" into "center"); summed over the tune halves of five dev files the
+            1.5B reader's F1 was 6.1 points higher without the two-line block (no half more
+            than 2.5 lower), and held out 4.7 higher summed over the five report halves (MuSiQue
+            -1.1, HotpotQA +2.4, 2Wiki -0.7, MuSiQue dev -0.7, HotpotQA dev +4.8) with
+            11-31 fewer reader tokens a question (docs/benchmarks.md, "No chain block by
+            default"). The other formats write one:
+            ``"linking"`` (the default of ``miner-4`` to ``miner-7``) leaves out the chains
+            that one kept passage states whole (the reader reads that passage anyway) and
+            states each remaining fact once: what remains are the chains that connect
+            passages and those with a fact of a dropped passage, and the block is empty
+            when there are none; ``"compact"`` keeps every chain, each line holding only
+            the steps no earlier line stated (a chain with nothing new gets no line);
+            ``"full"`` writes every chain whole, as the paper does. With an empty block the
+            adapters add no chain document. The chains themselves are the same in every
+            case. Measured on the dev split (docs/benchmarks.md, "Only the chains that
+            link passages"): linking reads 30-48 fewer reader tokens per question than
+            compact at the same F1, and compact 25-35 fewer than full ("A compact chain
             block").
-        max_chain_lines: at most this many lines in the chain block (default 2): the
-            lines of the best-scored chains that ``chain_format`` shows, whatever the
-            format; ``None`` shows every line (``chain_format="full",
+        max_chain_lines: at most this many lines in the chain block (default 2) when
+            ``chain_format`` writes one: the lines of the best-scored chains it shows;
+            ``None`` shows every line (``chain_format="full",
             max_chain_lines=None`` is the paper's block). The lines after the second are
             the leftover steps of low-scored chains ("Majhli Didi - is -> 1967 Bollywood
             film"). Chosen on the tune half (the F1 of the whole block with 8-12 fewer
@@ -214,7 +223,7 @@ class MinerConfig:
     filter_passages: bool = True
     passage_focus: PassageFocus = "all"
 
-    chain_format: ChainFormat = "linking"
+    chain_format: ChainFormat = "none"
     max_chain_lines: int | None = 2
 
     def __post_init__(self) -> None:

@@ -192,8 +192,9 @@ class MiningResult(Cost):
     notes: list[str] = field(default_factory=list)
     """Budgets that changed what this call did: a search that hit its work cap, a decoding
     prompt that could not fit (decoding then took the search order)."""
-    chain_format: ChainFormat = "linking"
-    """How :attr:`chain_text` writes the chains (``MinerConfig.chain_format``)."""
+    chain_format: ChainFormat = "none"
+    """How :attr:`chain_text` writes the chains (``MinerConfig.chain_format``; ``"none"``,
+    the default, writes no block)."""
     max_chain_lines: int | None = 2
     """At most this many lines in :attr:`chain_text` (``MinerConfig.max_chain_lines``)."""
 

@@ -364,7 +364,9 @@ class RefinerSettings(BaseModel):
         "A model object passed to the constructor goes to the engine and is not serialized.",
     )
     include_chains: bool = Field(
-        default=True, description="Add one document holding the evidence chains."
+        default=True,
+        description="Add one document holding the evidence chains when the miner's "
+        "chain_format writes a block (the default, 'none', writes none).",
     )
     chains_position: ChainsPosition = Field(
         default="first", description="Where the chain document goes: 'first' or 'last'."

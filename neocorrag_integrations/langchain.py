@@ -92,12 +92,16 @@ __all__ = [
 
 
 class NeocorRAGCompressor(RefinerSettings, BaseDocumentCompressor):
-    """Drops the low-ranked documents nothing ties to the question and adds the chains.
+    """Drops the low-ranked documents nothing ties to the question; the chains say why.
 
     Returns copies of the kept documents in their retrieval order (``id`` and metadata
     kept, plus ``neocorrag_kept_reason``, ``neocorrag_retrieval_rank``,
-    ``neocorrag_chain_ids`` and ``neocorrag_fallback``) and, when chains were found and
-    ``include_chains`` is set, one extra document holding the chains, flagged with
+    ``neocorrag_chain_ids`` and ``neocorrag_fallback``; cut to their evidence sentences by
+    default). The chains are in the metadata (``metadata_keys.run_metadata``). By default
+    no chain text goes to the LLM (``MinerConfig.chain_format="none"``: on held-out
+    questions the block did not help a 1.5B reader; docs/adapters.md); with another
+    ``chain_format`` in ``miner_config``, chains found and ``include_chains`` set, one
+    extra document holds the chain block, flagged with
     ``metadata["neocorrag_evidence_chains"] = True`` and placed ``chains_position``.
     When the documents yield no triples, every document comes back (as a copy) and
     ``neocorrag_fallback`` says why; when they yield no chain, the keep mode's link rules

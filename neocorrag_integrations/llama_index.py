@@ -100,15 +100,18 @@ dispatcher = get_dispatcher(__name__)
 
 
 class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
-    """Drops the low-ranked nodes nothing ties to the question and adds the chains as a node.
+    """Drops the low-ranked nodes nothing ties to the question; the chains say why.
 
     Returns copies of the kept nodes in their retrieval order, with their scores, ids and
     metadata, plus the ``neocorrag_*`` keys (kept reason, retrieval rank, chain numbers,
     fallback). Those keys are added to the copies' ``excluded_llm_metadata_keys`` and
     ``excluded_embed_metadata_keys``, so the LLM and the embedder never see them; the node
     text is cut to its evidence sentences by default (``MinerConfig.passage_focus``,
-    ``neocorrag_focused`` marks a cut node). When chains were found and ``include_chains``
-    is set, one ``TextNode`` holding the chain block is added (``chains_position``), flagged with
+    ``neocorrag_focused`` marks a cut node). The chains are in the metadata
+    (``metadata_keys.run_metadata``); by default no chain text goes to the LLM
+    (``MinerConfig.chain_format="none"``). With another ``chain_format`` in
+    ``miner_config``, chains found and ``include_chains`` set, one ``TextNode`` holding the
+    chain block is added (``chains_position``), flagged with
     ``metadata["neocorrag_evidence_chains"] = True``, all of its metadata hidden from the LLM
     and the embedder, and scored with the best score of the nodes its chains came from.
     With no triples, every node comes back (as a copy) and ``neocorrag_fallback`` says

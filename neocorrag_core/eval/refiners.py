@@ -15,11 +15,14 @@
   ``neocorrag-recall-compact-chains``: every chain, each fact once (``"compact"``, the
   default before); these three show every line of their block (``max_chain_lines=None``,
   the default before ``miner-7``), so they compare formats alone;
-  ``neocorrag-recall-one-chain`` / ``-two-chains``: the default block cut to its first
-  line / two lines (``max_chain_lines``; two is the default since ``miner-7``);
+  ``neocorrag-recall-one-chain`` / ``-two-chains``: the linking block cut to its first
+  line / two lines (``max_chain_lines``; two lines of it were the default block of
+  ``miner-7``; since ``miner-8`` the default has no block, so ``-two-chains`` is the
+  miner-7 default and ``-no-chains`` the same context as ``neocorrag-recall``);
   ``neocorrag-recall-focused`` (``-no-chains``): the passages kept below the top-N cut to
   their evidence sentences (``passage_focus="linked"``, the default of ``miner-5``), with
-  the default block (without a block; the compact block until ``miner-4``);
+  the default block (without a block; the compact block until ``miner-4``, none since
+  ``miner-8``);
   ``neocorrag-recall-focused-all``: every kept passage cut (``passage_focus="all"``, the
   default since ``miner-6``); ``neocorrag-recall-whole``: every kept passage whole
   (``passage_focus="none"``, the default before ``miner-5``).
@@ -73,8 +76,16 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
         "chain_format": "compact",
         "max_chain_lines": None,
     },
-    "neocorrag-recall-one-chain": {"keep": "recall", "max_chain_lines": 1},
-    "neocorrag-recall-two-chains": {"keep": "recall", "max_chain_lines": 2},
+    "neocorrag-recall-one-chain": {
+        "keep": "recall",
+        "chain_format": "linking",
+        "max_chain_lines": 1,
+    },
+    "neocorrag-recall-two-chains": {
+        "keep": "recall",
+        "chain_format": "linking",
+        "max_chain_lines": 2,
+    },
     "neocorrag-recall-whole": {"keep": "recall", "passage_focus": "none"},
     "neocorrag-recall-focused": {"keep": "recall", "passage_focus": "linked"},
     "neocorrag-recall-focused-all": {"keep": "recall", "passage_focus": "all"},
@@ -87,7 +98,7 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
 """The miner's per-method config overrides."""
 
 
-MINER_OUTPUT_VERSION = "miner-7"
+MINER_OUTPUT_VERSION = "miner-8"
 """Bumped when a default of the miner changes what it hands the reader (a keep rule, the
 chain block), so the cached records of every miner method rerun; a new setting that is
 off by default needs no bump. ``miner-1``: the compact chain block; ``miner-2``: Latin
@@ -97,7 +108,8 @@ accents folded in entity keys, link keep rules applied when no chain is found;
 ``miner-5``: linked passages cut to their evidence sentences
 (``passage_focus="linked"``) by default; ``miner-6``: every kept passage cut
 (``passage_focus="all"``) by default; ``miner-7``: at most two chain lines
-(``max_chain_lines=2``) by default."""
+(``max_chain_lines=2``) by default; ``miner-8``: no chain block (``chain_format="none"``)
+by default."""
 
 
 def method_version(name: str) -> str:

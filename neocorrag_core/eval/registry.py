@@ -109,12 +109,13 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
     ),
     _miner_method(
         "neocorrag-recall-no-chains",
-        "neocorrag, keep='recall' without a chain block (chain_format='none')",
+        "neocorrag, keep='recall' without a chain block (chain_format='none', the default "
+        "since miner-8)",
     ),
     _miner_method(
         "neocorrag-recall-linking-chains",
         "neocorrag, keep='recall' with every chain no kept passage states whole "
-        "(chain_format='linking', the default format, max_chain_lines=None: the miner-6 block)",
+        "(chain_format='linking', max_chain_lines=None: the miner-6 block)",
     ),
     _miner_method(
         "neocorrag-recall-compact-chains",
@@ -123,12 +124,13 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
     ),
     _miner_method(
         "neocorrag-recall-one-chain",
-        "neocorrag, keep='recall' with only the first line of the chain block (max_chain_lines=1)",
+        "neocorrag, keep='recall' with only the first line of the linking chain block "
+        "(max_chain_lines=1)",
     ),
     _miner_method(
         "neocorrag-recall-two-chains",
-        "neocorrag, keep='recall' with the first two lines of the chain block "
-        "(max_chain_lines=2, the default since miner-7)",
+        "neocorrag, keep='recall' with the first two lines of the linking chain block "
+        "(the miner-7 default; no block by default since miner-8)",
     ),
     _miner_method(
         "neocorrag-recall-whole",

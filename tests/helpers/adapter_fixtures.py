@@ -43,8 +43,14 @@ KEPT_IDS = ["p1", "p2", "p4"]
 DROPPED_IDS = ["p3", "p5"]
 
 # Loose thresholds suit the bag-of-words embedder; n-gram entities keep results identical
-# whether or not spaCy is installed.
-MINER_CONFIG = {"tau_edge": 0.1, "tau_boost": 0.1, "query_entities": "ngram"}
+# whether or not spaCy is installed. The linking chain block (the default until miner-8,
+# which hands the reader no block) so that the contract tests see a chain document.
+MINER_CONFIG = {
+    "tau_edge": 0.1,
+    "tau_boost": 0.1,
+    "query_entities": "ngram",
+    "chain_format": "linking",
+}
 
 
 # ---- EviReform adapter tests

@@ -48,8 +48,9 @@ def test_cookbook_runs_top_to_bottom(path):
     elif path.stem == "03_evidence_visualization":  # every chain is one kept document's fact
         assert "chain document: False" in text  # so no chain block, yet the chains are kept
         assert "5. Tekezé River - joins -> Atbarah River  (from document [1, 3])" in text
-    else:
+    elif path.stem != "04_evidence_reformulation":  # 01, 02: the chain_format="linking" cell
         assert "Evidence chains:" in text
+        assert "Chains found (metadata; the LLM reads only the kept" in text  # the default
     if path.stem == "04_evidence_reformulation":  # the wrapper finds the hop the plain one missed
         assert "gold documents found: 2 of 3" in text and "gold documents found: 3 of 3" in text
     if path.stem == "03_evidence_visualization":
@@ -70,7 +71,8 @@ def test_readme_snippet_runs_and_drops_the_unsupported_documents(heading):
     with contextlib.redirect_stdout(out):
         exec(compile(readme_snippet(heading), f"README: {heading}", "exec"), {})
     printed = out.getvalue()
-    assert "Evidence chains:" in printed
+    assert "chain: " in printed and "founded by -> Steve Jobs" in printed  # from the metadata
+    assert "Evidence chains:" not in printed  # no chain block by default
     assert "founded in 1976 by Steve Jobs" in printed  # the second hop, kept for its chain
     assert "Galaxy S" not in printed and "Lee Byung-chul" not in printed  # dropped noise
 
@@ -84,7 +86,7 @@ def test_readme_raw_documents_snippet_mines_chains_from_spacy_triples(tmp_path, 
         code = readme_snippet("Documents without triples")
         exec(compile(code, "README: Documents without triples", "exec"), {})
     printed = out.getvalue()
-    assert "Evidence chains:" in printed and "Steve Jobs" in printed  # the second hop, kept
+    assert "chain: " in printed and "Steve Jobs" in printed  # the second hop, kept
     assert "Samsung" not in printed  # noise no chain supports, dropped
 
 
@@ -94,7 +96,7 @@ def test_readme_engine_snippet_keeps_the_second_hop_and_drops_noise():
     with contextlib.redirect_stdout(out):
         exec(compile(readme_snippet("Use the engine directly"), "README: engine", "exec"), {})
     printed = out.getvalue()
-    assert "Evidence chains:" in printed
+    assert "founded by -> Steve Jobs" in printed  # the chain, printed by the snippet
     assert "d3 linked to a passage about the question" in printed  # the second hop, a bridge
     assert "Galaxy S" not in printed
 

@@ -50,8 +50,10 @@ def test_real_models_return_only_candidates_and_a_nonempty_context(real_miner, d
     assert all(k.reason is KeepReason.CHAIN for k in result.kept[2:])
     assert result.prompt_tokens > 0
     assert "Evidence chains:" in replace(result, chain_format="compact").context()
-    # The default (linking) block holds only chains across passages, maybe none, then them.
-    assert result.context().endswith(replace(result, chain_format="none").context())
+    # The linking block holds only chains across passages, maybe none, then the passages;
+    # the default (no block) is the passages alone.
+    linking = replace(result, chain_format="linking").context()
+    assert linking.endswith(result.context()) and "Evidence chains:" not in result.context()
 
 
 def test_demo_command_runs_on_the_default_models(capsys):

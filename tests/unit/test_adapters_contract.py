@@ -182,10 +182,12 @@ def test_chain_document_goes_last_or_is_left_out_as_configured(h):
     [
         ({"include_chains": False}, CORPUS),
         ({"miner_config": {**MINER_CONFIG, "chain_format": "none"}}, CORPUS),
+        # The default since miner-8 is chain_format="none".
+        ({"miner_config": {k: v for k, v in MINER_CONFIG.items() if k != "chain_format"}}, CORPUS),
         # p1, p3, p5: the only chain (Van Hook Township -> Mountrail County) is p1's alone.
         ({"miner_config": {**MINER_CONFIG, "chain_format": "linking"}}, CORPUS[::2]),
     ],
-    ids=["include_chains=False", "chain_format=none", "linking, nothing links"],
+    ids=["include_chains=False", "chain_format=none", "default", "linking, nothing links"],
 )
 def test_without_a_chain_document_the_run_metadata_rides_on_the_first_kept_document(
     h, settings, corpus
@@ -471,8 +473,9 @@ def test_one_engine_serves_both_adapters_and_several_settings(tiny_lm):
     compressor = NeocorRAGCompressor(miner=miner, top_n=1, beam_width=1)
     postprocessor = NeocorRAGPostprocessor(miner=miner, top_n=2)
     assert compressor.miner is postprocessor.miner is miner
-    kept_lc = [lc.id(d) for d in lc.run(compressor, lc.docs(), QUERY)[1:]]
-    kept_li = [li.id(d) for d in li.run(postprocessor, li.docs(), QUERY)[1:]]
+    # The engine's config has the default (no) chain block: only kept documents come back.
+    kept_lc = [lc.id(d) for d in lc.run(compressor, lc.docs(), QUERY)]
+    kept_li = [li.id(d) for d in li.run(postprocessor, li.docs(), QUERY)]
     assert kept_lc == ["p1", "p4"]  # top 1 plus the sources of the one best chain
     assert kept_li == KEPT_IDS
     assert miner.config.top_n is None and miner.config.beam_width == 5  # engine left as it was

@@ -230,7 +230,7 @@ def test_the_demo_says_why_a_question_with_chains_has_no_block():
         print_result(1, 1, item, [kept[0].passage], result, "none", out=out)
         return out.getvalue()
 
-    linking = shown(MiningResult("q", chains, kept, [], 1))
+    linking = shown(MiningResult("q", chains, kept, [], 1, chain_format="linking"))
     assert (
         "Chain block: none (each chosen chain is a fact one kept passage states whole)" in linking
     )
@@ -238,6 +238,10 @@ def test_the_demo_says_why_a_question_with_chains_has_no_block():
     compact = shown(MiningResult("q", chains, kept, [], 1, chain_format="compact"))
     assert "Chain block: none" not in compact and "Evidence chains:" in compact
     assert "max_chain_lines" not in compact  # one line: the cap dropped nothing
+    default = shown(MiningResult("q", chains, kept, [], 1))  # chain_format="none"
+    assert "Chain block: none (chain_format='none', the default)" in default
+    assert "Evidence chains:" not in default
+    assert "Chains chosen (none):\n  1. " in default  # the chains are still listed
     three = [_chain([J], [True]), _chain([M], [True]), _chain([OHIO], [True])]
     capped = shown(MiningResult("q", three, kept, [], 3, chain_format="compact"))
     assert "Chain block: its first 2 of 3 lines (max_chain_lines)" in capped

@@ -62,7 +62,7 @@ def test_no_filter_keeps_every_passage_and_still_adds_chains():
     }
     passages = [Passage(k, f"text {k}", metadata={"triples": v}) for k, v in triples.items()]
     miner = EvidenceChainMiner(
-        MinerConfig(decoding="none", tau_edge=0.1, tau_boost=0.1, top_n=1),
+        MinerConfig(decoding="none", tau_edge=0.1, tau_boost=0.1, top_n=1, chain_format="linking"),
         embedder=bag_of_words_embedder(),
     )
     query = "What is the capital of the county where Van Hook Township is located?"
@@ -117,16 +117,18 @@ def test_chain_block_variants_reuse_one_mining_and_differ_only_in_the_block():
     original = miner.mine
     miner.mine = lambda *a, **kw: calls.append(kw) or original(*a, **kw)
     names = [
-        "neocorrag-recall",
+        "neocorrag-recall-two-chains",
         "neocorrag-recall-full-chains",
         "neocorrag-recall-no-chains",
         "neocorrag-recall-linking-chains",
         "neocorrag-recall-one-chain",
+        "neocorrag-recall",
     ]
-    compact, full, none, linking, one = build_methods(names, BuildContext(miner))
+    methods = build_methods(names, BuildContext(miner))
+    compact, full, none, linking, one, default = methods
     question = "What is the capital of Mountrail where Van Hook Township is?"
     call = MethodInput(question, passages, lambda query, k: passages[:k], len(passages))
-    outputs = [m.refine(call) for m in (compact, full, none, linking, one)]
+    outputs = [m.refine(call) for m in (compact, full, none, linking, one, default)]
     assert len(calls) == 1 and "chain_format" not in calls[0]
     assert "max_chain_lines" not in calls[0]
     assert len({tuple(p.id for p in o.passages) for o in outputs}) == 1
@@ -134,7 +136,7 @@ def test_chain_block_variants_reuse_one_mining_and_differ_only_in_the_block():
     # The format methods show every line (the fixture's full block has three).
     assert len(outputs[1].chain_text.splitlines()) == 4
     assert len(outputs[0].chain_text) <= len(outputs[1].chain_text)
-    assert outputs[2].chain_text == ""
+    assert outputs[2].chain_text == "" == outputs[5].chain_text  # no block by default
     assert outputs[1].info["reused_chains"] and outputs[2].info["reused_chains"]
     # Linking keeps the one chain, which crosses p1 -> p3 (both kept).
     assert outputs[3].info["reused_chains"]

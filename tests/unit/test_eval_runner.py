@@ -45,7 +45,14 @@ FAST_METHODS = (
     "ablation-no-filter",
     "ablation-free-decoding",
 )
-MINER = {"tau_edge": 0.1, "tau_boost": 0.1, "beam_width": 2, "num_candidates": 8}
+# The linking chain block (the default has none) so that records carry a block.
+MINER = {
+    "tau_edge": 0.1,
+    "tau_boost": 0.1,
+    "beam_width": 2,
+    "num_candidates": 8,
+    "chain_format": "linking",
+}
 
 
 def write_fixture(folder: Path) -> tuple[Path, Path]:

@@ -894,13 +894,16 @@ def test_a_missing_spacy_is_a_missing_dependency_error(monkeypatch):
 @pytest.mark.parametrize("use_llama", [False, True], ids=["langchain", "llama_index"])
 def test_refining_twice_keeps_one_chain_document(use_llama):
     raw = fixture_documents(CORPUS)
+    config = {**LOOSE, "chain_format": "linking"}  # a chain document (the default has none)
     if use_llama:
-        once = postprocessor().postprocess_nodes(li_nodes(raw), query_str=QUERY)
-        twice = postprocessor().postprocess_nodes(once, query_str=QUERY)
+        post = NeocorRAGPostprocessor(embedder=embedder(), decoding="none", miner_config=config)
+        once = post.postprocess_nodes(li_nodes(raw), query_str=QUERY)
+        twice = post.postprocess_nodes(once, query_str=QUERY)
         is_chain: Callable[[Any], bool] = is_evidence_chain_node
     else:
-        once = list(compressor().compress_documents(lc_documents(raw), QUERY))
-        twice = list(compressor().compress_documents(once, QUERY))
+        comp = NeocorRAGCompressor(embedder=embedder(), decoding="none", miner_config=config)
+        once = list(comp.compress_documents(lc_documents(raw), QUERY))
+        twice = list(comp.compress_documents(once, QUERY))
         is_chain = is_evidence_chain_document
     assert sum(map(is_chain, once)) == 1
     assert sum(map(is_chain, twice)) == 1

@@ -342,7 +342,12 @@ def test_as_base_retriever_of_a_compression_retriever_with_the_compressor():
         embedder=HashedBagOfWords(),
         decoding="none",
         top_n=2,
-        miner_config={"tau_edge": 0.1, "tau_boost": 0.1, "query_entities": "ngram"},
+        miner_config={
+            "tau_edge": 0.1,
+            "tau_boost": 0.1,
+            "query_entities": "ngram",
+            "chain_format": "linking",  # a chain block (the default has none)
+        },
     )
     reformulating = wrapper(models=compressor)
     assert reformulating.models is compressor.miner.models  # loaded once, used by both
@@ -352,7 +357,7 @@ def test_as_base_retriever_of_a_compression_retriever_with_the_compressor():
     )
     out = pipeline.invoke(QUESTION)
     assert is_evidence_chain_document(out[0])
-    # Both hops reach the chain block (compact: each fact once, so not one line).
+    # Both hops reach the chain block (each fact once, so not one line).
     block = out[0].page_content
     assert "Film X - directed by -> Jane Roe" in block and "Jane Roe - born in -> Oslo" in block
     kept = out[1:]

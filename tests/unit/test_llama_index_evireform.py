@@ -231,7 +231,12 @@ def test_with_the_postprocessor_in_a_retriever_query_engine():
         embedder=HashedBagOfWords(),
         decoding="none",
         top_n=2,
-        miner_config={"tau_edge": 0.1, "tau_boost": 0.1, "query_entities": "ngram"},
+        miner_config={
+            "tau_edge": 0.1,
+            "tau_boost": 0.1,
+            "query_entities": "ngram",
+            "chain_format": "linking",  # a chain block (the default has none)
+        },
     )
     retriever = wrapper(models=postprocessor)
     assert retriever.models is postprocessor.miner.models
@@ -240,7 +245,7 @@ def test_with_the_postprocessor_in_a_retriever_query_engine():
     )
     response = engine.query(QUESTION)
     prompt = str(response)
-    # Both hops reach the chain block (compact: each fact once, so not one line).
+    # Both hops reach the chain block (each fact once, so not one line).
     assert "Film X - directed by -> Jane Roe" in prompt and "Jane Roe - born in -> Oslo" in prompt
     assert HIDDEN_TEXT in prompt and "neocorrag_" not in prompt
     assert is_evidence_chain_node(response.source_nodes[0])

@@ -65,6 +65,29 @@ def test_a_count_metric_is_not_scaled_and_gets_the_ratio(runs, capsys):
     assert pooled_row.rstrip(" |").endswith("0.43x")
 
 
+def test_split_keeps_only_that_halfs_questions(runs, capsys):
+    # q1 is in the tune half, q2 and q3 in the report half (splits.split_of).
+    argv = [*runs, "--method", "evireform", "--baseline", "none", "--metric", "chain"]
+    pooled.main([*argv, "--split", "report"])
+    pooled_row = next(line for line in capsys.readouterr().out.splitlines() if "**pooled**" in line)
+    # q2 (run a): 1 -> 1; q3 (run b): 0 -> 1. Pooled +50 points over 2 questions.
+    assert pooled_row.split(" | ")[1:4] == ["2", "50.00", "100.00"]
+    assert pooled_row.split(" | ")[4].startswith("+50.00")
+    pooled.main([*argv, "--split", "tune"])
+    pooled_row = next(line for line in capsys.readouterr().out.splitlines() if "**pooled**" in line)
+    assert pooled_row.split(" | ")[1:4] == ["2", "0.00", "100.00"]  # q1 of both runs
+
+
+def test_a_run_without_questions_in_the_split_is_refused(tmp_path, capsys):
+    only_tune = write_run(
+        tmp_path / "t", {"none": [("q1", 0.0, 1.0)], "evireform": [("q1", 1.0, 1.0)]}
+    )
+    argv = [only_tune, "--method", "evireform", "--baseline", "none", "--metric", "chain"]
+    with pytest.raises(SystemExit):
+        pooled.main([*argv, "--split", "report"])
+    assert "no question answered by 'none' in the report half" in capsys.readouterr().err
+
+
 def test_one_run_prints_no_pooled_row(runs, capsys):
     pooled.main([runs[0], "--method", "evireform", "--baseline", "none", "--metric", "chain"])
     assert "**pooled**" not in capsys.readouterr().out
