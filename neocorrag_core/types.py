@@ -214,5 +214,6 @@ class MiningResult(Cost):
         )
 
     def context(self, *, chains_first: bool = True) -> str:
-        """Answer-ready context: the chain block and the kept passages."""
+        """Answer-ready context: the chain block (none by default, ``chain_format``) and
+        the kept passages."""
         return render_context(self.passages, self.chain_text, chains_first=chains_first)
