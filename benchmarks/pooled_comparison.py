@@ -34,7 +34,7 @@ from pathlib import Path
 
 from neocorrag_core.errors import InputError
 from neocorrag_core.eval.metrics import paired_bootstrap
-from neocorrag_core.eval.splits import split_of
+from neocorrag_core.eval.splits import SPLITS, split_of
 
 RATES = frozenset({"recall", "hit", "chain", "f1", "em", "evidence_recall", "empty"})
 """Per-question values in [0, 1], printed as points (x100)."""
@@ -138,9 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--metric", action="append", required=True, help="a per-question field, e.g. chain"
     )
-    parser.add_argument(
-        "--split", choices=("tune", "report"), help="only the questions of this hash half"
-    )
+    parser.add_argument("--split", choices=SPLITS, help="only the questions of this hash half")
     args = parser.parse_args(argv)
     try:
         loaded = []

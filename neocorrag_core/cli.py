@@ -179,8 +179,8 @@ def print_result(
     if not result.dropped:
         w("  (none)")
     if result.chains and result.chain_format == "none":
-        w("Chain block: none (chain_format='none', the default): the chains chose and cut the")
-        w("  passages; the reader gets the passages alone")
+        w("Chain block: none (chain_format='none'): the reader gets the kept passages alone;")
+        w("  the chains above stay in the result (and in the adapters' metadata)")
     elif result.chains and not result.chain_text and result.chain_format == "linking":
         w("Chain block: none (each chosen chain is a fact one kept passage states whole)")
     every_line = replace(result, max_chain_lines=None).chain_text

@@ -155,16 +155,19 @@ class MinerConfig:
         chain_format: how the chain block handed to the reader is written, if at all.
             ``"none"`` (default since ``miner-8``) hands the reader no block:
             ``result.context()`` is the kept passages, the adapters add no chain document
-            and put the chain metadata on the first kept document. The chains still choose
-            and cut the passages, and stay in ``result.chains`` and the metadata. Why not
-            the paper's block: with spaCy triples a chain is a lossy paraphrase the reader
+            and put the chain metadata on the first kept document. The chains still pick
+            the evidence sentences the kept passages are cut to (``passage_focus``) and
+            stay in ``result.chains`` and the metadata; which passages are kept does not
+            depend on the format (with ``keep="recall"`` they are kept by rank and links;
+            only ``keep="paper"`` keeps the passages a chain cites). Why not the paper's
+            block: with spaCy triples a chain is a lossy paraphrase the reader
             over-trusts ("Garajonay National Park - located in -> center" turned "Canary
-            Islands" into "center"); summed over the tune halves of five dev files the
-            1.5B reader's F1 was 6.1 points higher without the two-line block (no half more
-            than 2.5 lower), and held out 4.7 higher summed over the five report halves (MuSiQue
-            -1.1, HotpotQA +2.4, 2Wiki -0.7, MuSiQue dev -0.7, HotpotQA dev +4.8) with
-            11-31 fewer reader tokens a question (docs/benchmarks.md, "No chain block by
-            default"). The other formats write one:
+            Islands" into "center"); summed over five files' tune halves the 1.5B
+            reader's F1 was 6.1 points higher without the two-line block (no half more than
+            2.5 lower; +0.6 without the HotpotQA dev half, whose losses led here), and on
+            the four report halves not seen before the choice (205 questions) it was level
+            (-0.2 [-2.2, +1.9] F1) with 18 fewer reader tokens a question
+            (docs/benchmarks.md, "No chain block by default"). The other formats write one:
             ``"linking"`` (the default of ``miner-4`` to ``miner-7``) leaves out the chains
             that one kept passage states whole (the reader reads that passage anyway) and
             states each remaining fact once: what remains are the chains that connect

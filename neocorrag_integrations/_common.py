@@ -178,9 +178,10 @@ class KeptItem:
 class Refinement:
     """What an adapter must output for one query, framework-free.
 
-    ``kept`` is in retrieval order; ``chain_text`` is ``""`` when no chain was found (then
-    the keep mode's link rules alone decide, or, with no triples or ``keep="paper"``,
-    every document is kept and marked as passed through).
+    ``kept`` is in retrieval order; ``chain_text`` is the block the miner's
+    ``chain_format`` writes: ``""`` by default (``"none"``), and whenever no chain was
+    found (then the keep mode's link rules alone decide, or, with no triples or
+    ``keep="paper"``, every document is kept and marked as passed through).
     """
 
     kept: list[KeptItem]
@@ -206,6 +207,15 @@ class Refinement:
         first = self.kept[0]
         run = {k: v for k, v in self.chain_metadata.items() if k in RUN_KEYS}
         return [replace(first, metadata={**first.metadata, **run}), *self.kept[1:]]
+
+
+def kept_metadata(original: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
+    """A kept copy's metadata: the original's, then this call's ``added`` keys. The run
+    keys (:data:`~neocorrag_integrations.metadata_keys.RUN_KEYS`) an earlier refinement
+    left on the document are dropped first, so refining an output again leaves one
+    call's chains in one place (this call's, where ``added`` or its chain document has
+    them)."""
+    return {**{k: v for k, v in original.items() if k not in RUN_KEYS}, **added}
 
 
 def to_passages(documents: Sequence[SourceDocument]) -> list[Passage]:

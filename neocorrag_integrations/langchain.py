@@ -72,6 +72,7 @@ from neocorrag_integrations._common import (
     SourceDocument,
     check_query,
     check_sequence,
+    kept_metadata,
 )
 from neocorrag_integrations._reformulation import (
     ModelsSource,
@@ -158,7 +159,7 @@ class NeocorRAGCompressor(RefinerSettings, BaseDocumentCompressor):
                 )
             else:
                 kept = documents[item.index].model_copy(deep=True)
-                kept.metadata = {**kept.metadata, **item.metadata}
+                kept.metadata = kept_metadata(kept.metadata, item.metadata)
                 if item.text is not None:
                     kept.page_content = item.text
                 out.append(kept)

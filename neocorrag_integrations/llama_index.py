@@ -78,6 +78,7 @@ from neocorrag_integrations._common import (
     SourceDocument,
     check_query,
     check_sequence,
+    kept_metadata,
 )
 from neocorrag_integrations._reformulation import (
     ModelsSource,
@@ -199,7 +200,7 @@ class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
                 continue
             original = nodes[item.index]
             node = original.node.model_copy(deep=True)
-            node.metadata = {**node.metadata, **item.metadata}
+            node.metadata = kept_metadata(node.metadata, item.metadata)
             if item.text is not None:
                 node.set_content(item.text)
             node.excluded_llm_metadata_keys = _with_keys(

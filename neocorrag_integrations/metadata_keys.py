@@ -19,17 +19,18 @@ KEPT_REASON = "neocorrag_kept_reason"
 RETRIEVAL_RANK = "neocorrag_retrieval_rank"
 """1-based position of the document in the input (retrieval order)."""
 CHAIN_IDS = "neocorrag_chain_ids"
-"""Numbers (1-based, as in the chain block) of the chains this document supplied a triple to.
-A chain may have no line in the block (``chain_format="linking"`` leaves out the chains one
-kept document states whole; ``max_chain_lines`` keeps the first lines); ``CHAINS`` lists
-every chain by its number."""
+"""Numbers (1-based: ``CHAINS``' ``number``, as in a chain block) of the chains this document
+supplied a triple to. There is no block by default (``chain_format="none"``), and a chain may
+have no line in one (``"linking"`` leaves out the chains one kept document states whole;
+``max_chain_lines`` keeps the first lines); ``CHAINS`` lists every chain by its number."""
 FALLBACK = "neocorrag_fallback"
 """Why nothing was filtered (e.g. ``"no_triples"``), or ``None`` when chains were found."""
 IS_EVIDENCE_CHAINS = "neocorrag_evidence_chains"
 """``True`` on the one extra document/node that holds the evidence chains."""
-# The five keys below (RUN_KEYS) describe the whole call: they sit on the chain document,
-# or, when there is none (a block without text, include_chains=False), on the first kept
-# document. run_metadata() finds them wherever they are.
+# The five keys below (RUN_KEYS) describe the whole call: they sit on the first kept
+# document when there is no chain document (the default chain_format="none", a block
+# without text, include_chains=False), else on the chain document. run_metadata() finds
+# them wherever they are.
 CHAINS = "neocorrag_chains"
 """Run metadata: one dict per chain: ``number``, ``text``, ``triples`` (each with
 ``subject``, ``relation``, ``object`` and the ``source_ranks`` of the documents it came from),
@@ -105,11 +106,11 @@ def run_metadata(refined: Sequence[Any]) -> dict[str, Any]:
     """The metadata of the whole call (:data:`RUN_KEYS`) in one refined output.
 
     ``refined`` is what ``NeocorRAGCompressor`` or ``NeocorRAGPostprocessor`` returned
-    (LangChain documents or LlamaIndex nodes). The keys sit on the chain document when there
-    is one, otherwise on the first kept document (a block with no text, as
-    ``chain_format="linking"`` gives when every chain sits in one kept document, or
-    ``include_chains=False``). ``{}`` for an output that carries none (not refined by
-    neocorrag, or trimmed by a later step).
+    (LangChain documents or LlamaIndex nodes). The keys sit on the first kept document
+    when there is no chain document (the default ``chain_format="none"``; a block with no
+    text, as ``"linking"`` gives when every chain sits in one kept document;
+    ``include_chains=False``), otherwise on the chain document. ``{}`` for an output that
+    carries none (not refined by neocorrag, or trimmed by a later step).
     """
     carriers = [d.metadata for d in refined if CHAINS in d.metadata]
     chain_docs = [m for m in carriers if m.get(IS_EVIDENCE_CHAINS) is True]

@@ -165,7 +165,8 @@ and "older"/"younger" are answered by "born" but do not answer it, ``chains-9``)
 
 def method_version(name: str) -> str:
     """What a cached record of ``name`` depends on beyond the run settings: the rules
-    version, the miner's output version (its chain block reaches the reader) and a digest
+    version, the miner's output version (``evireform-neocorrag`` hands the reader the
+    miner's kept passages, and its chain block where the chain format writes one) and a digest
     of the default configuration with the method's own changes (so a changed default
     reruns the records it changes)."""
     config = ReformulationConfig().with_overrides(**VARIANTS.get(name, {}))

@@ -1,8 +1,9 @@
 """The answering model: one prompt template for every method, greedy, answer-only output.
 
-The reader sees the method's passages and, for neocorrag methods, the evidence
-chain block. Its output is cut to a short answer (first line, no "Answer:"
-prefix, no trailing period) so exact match means something.
+The reader sees the method's passages and, for neocorrag methods whose chain format
+writes one, the evidence chain block (none by default since ``miner-8``). Its output is
+cut to a short answer (first line, no "Answer:" prefix, no trailing period) so exact match
+means something.
 """
 
 from __future__ import annotations

@@ -3,15 +3,17 @@
 * ``none``: the retrieved passages unchanged.
 * ``top-2`` / ``top-3`` / ``top-4``: plain truncation by retrieval rank (a peer baseline).
 * ``neocorrag-beam`` / ``-rank`` / ``-none``: the miner with that decoding mode; its
-  kept passages plus the evidence chain block.
+  kept passages plus the evidence chain block the run's ``chain_format`` writes (none by
+  default since ``miner-8``; ``--miner chain_format=full max_chain_lines=None`` gives the
+  paper's block, for its Table 2).
 * ``neocorrag-recall`` / ``-balanced`` / ``-precise`` / ``-paper``: the miner at each
   setting of the recall/noise dial (``MinerConfig.keep``), default decoding;
   ``neocorrag-recall-full-chains``: the default with the paper's full chain block
   (``chain_format="full"``) and ``neocorrag-recall-no-chains`` without a chain block
   (``"none"``), to measure what the compact block saves and what the block buys;
   ``neocorrag-recall-linking-chains``: only the chains that no kept passage states whole
-  (``"linking"``, the default format since ``miner-4``, named for runs that compare
-  formats);
+  (``"linking"``, the default format of ``miner-4`` to ``miner-7``, named for runs that
+  compare formats);
   ``neocorrag-recall-compact-chains``: every chain, each fact once (``"compact"``, the
   default before); these three show every line of their block (``max_chain_lines=None``,
   the default before ``miner-7``), so they compare formats alone;
@@ -110,6 +112,19 @@ accents folded in entity keys, link keep rules applied when no chain is found;
 (``passage_focus="all"``) by default; ``miner-7``: at most two chain lines
 (``max_chain_lines=2``) by default; ``miner-8``: no chain block (``chain_format="none"``)
 by default."""
+
+
+FREE_DECODING_VERSION = "free-decoding-2"
+"""Bumped when ``ablation-free-decoding`` changes what it hands the reader.
+``free-decoding-2``: its chains are written in the run's ``chain_format`` (before: the
+full block always)."""
+
+
+def free_decoding_version(name: str) -> str:
+    """What a cached ``ablation-free-decoding`` record depends on beyond the run settings:
+    :data:`FREE_DECODING_VERSION` and the miner's output version (its defaults, such as
+    the chain format, shape the context)."""
+    return f"{FREE_DECODING_VERSION} {MINER_OUTPUT_VERSION}"
 
 
 def method_version(name: str) -> str:
@@ -288,9 +303,18 @@ class FreeDecodingAblation:
             faithful=sum(text in candidate_texts for text in texts),
             generated_chains=texts,
         )
+        # The generated chains reach the reader in the run's chain format, as the miner
+        # methods' chains do (none by default since miner-8; the paper's Table 2 puts them
+        # in the context: --miner chain_format=full max_chain_lines=None).
+        block = render_chains(
+            chains,
+            chain_format=config.chain_format,
+            kept_ids=[k.passage.id for k in kept],
+            max_lines=config.max_chain_lines,
+        )
         return MethodOutput(
             passages=[k.passage for k in kept],
-            chain_text=render_chains(chains),
+            chain_text=block,
             prompt_tokens=prompt_tokens,
             generated_tokens=generated_tokens,
             timings=timings,
@@ -357,6 +381,7 @@ def build_free_decoding(name: str, context: BuildContext) -> FreeDecodingAblatio
 
 
 __all__ = [
+    "FREE_DECODING_VERSION",
     "MINER_OUTPUT_VERSION",
     "NEOCORRAG_METHODS",
     "FreeDecodingAblation",
@@ -367,6 +392,7 @@ __all__ = [
     "build_miner",
     "build_none",
     "build_truncation",
+    "free_decoding_version",
     "hop_text",
     "method_version",
 ]

@@ -156,6 +156,7 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         "ablation-free-decoding",
         "neocorrag-beam without constrained decoding (Table 2)",
         f"{_REFINERS}:build_free_decoding",
+        version=f"{_REFINERS}:free_decoding_version",
     ),
     _miner_method("ablation-no-filter", "neocorrag-beam without document filtering (Table 2)"),
     MethodSpec(

@@ -45,8 +45,8 @@ def test_cookbook_runs_top_to_bottom(path):
         example_2 = text.split("final action:")[-1]  # the last episode printed
         assert re.match(r" (answer|stop), after 1 retrieval round;", example_2), example_2
         assert "dropped: van-hook-mirror" in text  # example 1, with the source policy
-    elif path.stem == "03_evidence_visualization":  # every chain is one kept document's fact
-        assert "chain document: False" in text  # so no chain block, yet the chains are kept
+    elif path.stem == "03_evidence_visualization":  # the default: no chain document
+        assert "chain document: False" in text  # yet the chains are kept in the metadata
         assert "5. Tekezé River - joins -> Atbarah River  (from document [1, 3])" in text
     elif path.stem != "04_evidence_reformulation":  # 01, 02: the chain_format="linking" cell
         assert "Evidence chains:" in text
@@ -97,6 +97,7 @@ def test_readme_engine_snippet_keeps_the_second_hop_and_drops_noise():
         exec(compile(readme_snippet("Use the engine directly"), "README: engine", "exec"), {})
     printed = out.getvalue()
     assert "founded by -> Steve Jobs" in printed  # the chain, printed by the snippet
+    assert "Evidence chains:" not in printed  # result.context(): no block by default
     assert "d3 linked to a passage about the question" in printed  # the second hop, a bridge
     assert "Galaxy S" not in printed
 

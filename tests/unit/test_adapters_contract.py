@@ -210,6 +210,17 @@ def test_without_a_chain_document_the_run_metadata_rides_on_the_first_kept_docum
     assert run_metadata(full) == {k: h.metadata(full[0])[k] for k in RUN_KEYS}
 
 
+def test_refining_an_output_again_leaves_one_calls_run_metadata_in_one_place(h):
+    default = {k: v for k, v in MINER_CONFIG.items() if k != "chain_format"}
+    once = h.run(make(h, miner_config=default), h.docs(), QUERY)  # run keys on once[0]
+    assert CHAINS in h.metadata(once[0])
+    twice = h.run(make(h), once, QUERY)  # the linking block: a chain document this time
+    carriers = [d for d in twice if CHAINS in h.metadata(d)]
+    assert carriers == chain_docs(h, twice) and len(carriers) == 1
+    again = h.run(make(h, miner_config=default), once, QUERY)  # no chain document again
+    assert [d for d in again if CHAINS in h.metadata(d)] == [again[0]]
+
+
 def test_metadata_says_why_each_document_was_kept_and_which_chains_it_supports(h):
     every = {**MINER_CONFIG, "max_chain_lines": None}
     out = h.run(make(h, miner_config={**every, "chain_format": "compact"}), h.docs(), QUERY)
@@ -240,7 +251,8 @@ def test_metadata_says_why_each_document_was_kept_and_which_chains_it_supports(h
     assert ids(h, linked[1:]) == ids(h, out[1:])  # the same documents are kept
     numbers = [line.split(".", 1)[0] for line in h.text(linked[0]).splitlines()[1:]]
     assert numbers == [str(c["number"]) for c in shown]
-    # The default is the linking block cut to its first two lines (here it has two).
+    # MINER_CONFIG's linking block (the miner-7 default) is cut to its first two lines
+    # (here it has two).
     assert comparable(h, h.run(make(h), h.docs(), QUERY)) == comparable(h, linked)
     capped = make(h, miner_config={**MINER_CONFIG, "chain_format": "full"})
     two_lines = h.run(capped, h.docs(), QUERY)

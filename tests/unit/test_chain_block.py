@@ -239,7 +239,7 @@ def test_the_demo_says_why_a_question_with_chains_has_no_block():
     assert "Chain block: none" not in compact and "Evidence chains:" in compact
     assert "max_chain_lines" not in compact  # one line: the cap dropped nothing
     default = shown(MiningResult("q", chains, kept, [], 1))  # chain_format="none"
-    assert "Chain block: none (chain_format='none', the default)" in default
+    assert "Chain block: none (chain_format='none'): the reader gets the kept" in default
     assert "Evidence chains:" not in default
     assert "Chains chosen (none):\n  1. " in default  # the chains are still listed
     three = [_chain([J], [True]), _chain([M], [True]), _chain([OHIO], [True])]

@@ -7,6 +7,7 @@ import pytest
 from conftest import bag_of_words_embedder
 
 from neocorrag_core import EvidenceChainMiner, KeepReason, MinerConfig, Passage
+from neocorrag_core.eval import MethodInput
 from neocorrag_core.eval.refiners import NeocorragMethod
 from neocorrag_core.graph import EvidenceGraph, normalize_entity
 from neocorrag_core.search import naive_search_paths, search_paths
@@ -83,7 +84,8 @@ def test_no_filter_ablation_reuses_the_beam_chains(tiny_lm):
         Passage("p3", "t3", metadata={"triples": [["Mountrail", "capital", "Stanley"]]}),
     ]
     miner = EvidenceChainMiner(
-        MinerConfig(tau_edge=0.1, tau_boost=0.1, beam_width=2, top_n=1),
+        # The paper's full block (the default has none), so the reused chains show.
+        MinerConfig(tau_edge=0.1, tau_boost=0.1, beam_width=2, top_n=1, chain_format="full"),
         embedder=bag_of_words_embedder(),
         lm=tiny_lm,
     )
@@ -95,11 +97,36 @@ def test_no_filter_ablation_reuses_the_beam_chains(tiny_lm):
     call = MethodInput(question, passages, lambda query, k: passages[:k], len(passages))
     first, second = beam.refine(call), no_filter.refine(call)
     assert len(calls) == 1
+    assert first.chain_text.startswith("Evidence chains:\n1. ")
     assert second.chain_text == first.chain_text
     assert [p.id for p in second.passages] == ["p1", "p2", "p3"]
     assert second.prompt_tokens == first.prompt_tokens
     assert second.info["reused_chains"] and not first.info["reused_chains"]
     assert second.timings == first.timings  # the mining cost, not the ~0 s of the reuse
+
+
+@pytest.mark.parametrize(
+    ("chain_format", "has_block"), [("none", False), ("full", True), ("compact", True)]
+)
+def test_free_decoding_writes_its_chains_in_the_runs_chain_format(tiny_lm, chain_format, has_block):
+    from neocorrag_core.eval.refiners import FreeDecodingAblation, free_decoding_version
+
+    passages = [
+        Passage("p1", "t1", metadata={"triples": [["Van Hook Township", "in", "Mountrail"]]}),
+        Passage("p2", "t2", metadata={"triples": [["Mountrail", "capital", "Stanley"]]}),
+    ]
+    miner = EvidenceChainMiner(
+        MinerConfig(tau_edge=0.1, tau_boost=0.1, beam_width=2, chain_format=chain_format),
+        embedder=bag_of_words_embedder(),
+        lm=tiny_lm,
+    )
+    question = "What is the capital of Mountrail where Van Hook Township is?"
+    call = MethodInput(question, passages, lambda query, k: passages[:k], len(passages))
+    out = FreeDecodingAblation(miner, max_new_tokens=8).refine(call)
+    assert out.info["generated_chains"]  # the random LM generated something either way
+    assert out.chain_text.startswith("Evidence chains:") is has_block
+    assert (out.chain_text == "") is not has_block
+    assert free_decoding_version("ablation-free-decoding").startswith("free-decoding-2 miner-")
 
 
 def test_chain_block_variants_reuse_one_mining_and_differ_only_in_the_block():
@@ -125,10 +152,10 @@ def test_chain_block_variants_reuse_one_mining_and_differ_only_in_the_block():
         "neocorrag-recall",
     ]
     methods = build_methods(names, BuildContext(miner))
-    compact, full, none, linking, one, default = methods
+    two, full, none, linking, one, default = methods
     question = "What is the capital of Mountrail where Van Hook Township is?"
     call = MethodInput(question, passages, lambda query, k: passages[:k], len(passages))
-    outputs = [m.refine(call) for m in (compact, full, none, linking, one, default)]
+    outputs = [m.refine(call) for m in (two, full, none, linking, one, default)]
     assert len(calls) == 1 and "chain_format" not in calls[0]
     assert "max_chain_lines" not in calls[0]
     assert len({tuple(p.id for p in o.passages) for o in outputs}) == 1

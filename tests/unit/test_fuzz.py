@@ -79,6 +79,7 @@ from neocorrag_integrations.langchain import EvidenceReformulationRetriever as L
 from neocorrag_integrations.langchain import NeocorRAGCompressor, is_evidence_chain_document
 from neocorrag_integrations.llama_index import EvidenceReformulationRetriever as LIReformRetriever
 from neocorrag_integrations.llama_index import NeocorRAGPostprocessor, is_evidence_chain_node
+from neocorrag_integrations.metadata_keys import RUN_KEYS
 
 # Loose thresholds so bag-of-words similarities let chains form (the later stages run).
 LOOSE = {"tau_node": 0.5, "tau_edge": 0.0, "tau_boost": 0.0, "seed_fallback_min_similarity": 0.0}
@@ -130,13 +131,19 @@ def miner_for(query_entities: str = "ngram", *, with_lm: bool = False) -> Eviden
 
 
 @functools.cache
-def compressor() -> NeocorRAGCompressor:
-    return NeocorRAGCompressor(embedder=embedder(), decoding="none", miner_config=LOOSE)
+def compressor(chain_format: str = "none") -> NeocorRAGCompressor:
+    config = {**LOOSE, "chain_format": chain_format}
+    return NeocorRAGCompressor(embedder=embedder(), decoding="none", miner_config=config)
 
 
 @functools.cache
-def postprocessor() -> NeocorRAGPostprocessor:
-    return NeocorRAGPostprocessor(embedder=embedder(), decoding="none", miner_config=LOOSE)
+def postprocessor(chain_format: str = "none") -> NeocorRAGPostprocessor:
+    config = {**LOOSE, "chain_format": chain_format}
+    return NeocorRAGPostprocessor(embedder=embedder(), decoding="none", miner_config=config)
+
+
+chain_formats = st.sampled_from(["none", "linking"])
+"""The default (no chain document) and a format that adds one."""
 
 
 # ---------------------------------------------------------------- comparing inputs
@@ -369,6 +376,10 @@ def check_refined_docs(out: Sequence[Any], inputs: Sequence[Any], *, is_chain, k
     assert len(chains) <= 1
     if inputs:
         assert kept, "documents went in and none came out"
+    carrier = chains[0] if chains else kept[0] if kept else None
+    if carrier is not None:  # the call's chains, dropped ids, counts, timings: one place
+        assert set(RUN_KEYS) <= set(carrier.metadata)
+        assert all(not set(RUN_KEYS) & set(item.metadata) for item in out if item is not carrier)
     originals = [key(item) for item in inputs]
     positions = []
     for item in kept:
@@ -527,12 +538,12 @@ def test_reformulation_config_is_usable_or_rejected_with_config_error(kwargs):
 
 
 @fuzz(40)
-@given(query=queries, raw=raw_documents(), repeat=st.booleans())
-def test_compressor_returns_copies_and_never_an_empty_context(query, raw, repeat):
+@given(query=queries, raw=raw_documents(), repeat=st.booleans(), chain_format=chain_formats)
+def test_compressor_returns_copies_and_never_an_empty_context(query, raw, repeat, chain_format):
     docs = lc_documents(raw)
     docs = repeated(docs, repeat)
     before = copy.deepcopy(docs)
-    out, err = attempt(compressor().compress_documents, docs, query)
+    out, err = attempt(compressor(chain_format).compress_documents, docs, query)
     assert_unchanged(docs, before)
     if err is not None:
         assert_blank_query_only(err, query)
@@ -693,12 +704,12 @@ def test_reformulation_retriever_fields_are_usable_or_rejected(k, config, use_ll
 
 
 @fuzz(40)
-@given(query=queries, raw=raw_documents(), repeat=st.booleans())
-def test_postprocessor_returns_copies_and_never_an_empty_context(query, raw, repeat):
+@given(query=queries, raw=raw_documents(), repeat=st.booleans(), chain_format=chain_formats)
+def test_postprocessor_returns_copies_and_never_an_empty_context(query, raw, repeat, chain_format):
     nodes = li_nodes(raw)
     nodes = repeated(nodes, repeat)
     before = copy.deepcopy(nodes)
-    out, err = attempt(postprocessor().postprocess_nodes, nodes, query_str=query)
+    out, err = attempt(postprocessor(chain_format).postprocess_nodes, nodes, query_str=query)
     assert_unchanged(nodes, before)
     if err is not None:
         assert_blank_query_only(err, query)

@@ -108,6 +108,22 @@ def test_llm_and_embedding_text_of_kept_nodes_is_unchanged_and_the_chain_node_is
     assert chain.score == pytest.approx(0.9)
 
 
+def test_by_default_the_run_metadata_rides_on_a_kept_node_hidden_from_llm_and_embedder():
+    nodes = FixedRetriever().retrieve(QUERY)
+    default = {k: v for k, v in MINER_CONFIG.items() if k != "chain_format"}
+    out = NeocorRAGPostprocessor(
+        embedder=HashedBagOfWords(), decoding="none", miner_config=default
+    ).postprocess_nodes(nodes, query_str=QUERY)
+    assert not any(n.node.metadata.get("neocorrag_evidence_chains") for n in out)
+    assert out[0].node.metadata["neocorrag_chains"]  # the chains are there ...
+    originals = {n.node_id: n.node for n in nodes}
+    for item in out:  # ... and the LLM and the embedder see none of it
+        for mode in (MetadataMode.LLM, MetadataMode.EMBED):
+            text = item.node.get_content(mode)
+            assert "neocorrag" not in text and "Evidence chains" not in text
+            assert text == originals[item.node_id].get_content(mode)
+
+
 class Collector(BaseEventHandler):
     """Keeps the instrumentation events it sees."""
 
