@@ -165,15 +165,17 @@ and "older"/"younger" are answered by "born" but do not answer it, ``chains-9``)
 
 def method_version(name: str) -> str:
     """What a cached record of ``name`` depends on beyond the run settings: the rules
-    version, the miner's output version (``evireform-neocorrag`` hands the reader the
-    miner's kept passages, and its chain block where the chain format writes one) and a digest
-    of the default configuration with the method's own changes (so a changed default
-    reruns the records it changes)."""
+    version and a digest of the default configuration with the method's own changes (so a
+    changed default reruns the records it changes); for ``evireform-neocorrag``, which
+    hands the reader the miner's kept passages (cut by the sentence rules) and its chain
+    block where the chain format writes one, also the miner's output version and
+    :data:`~neocorrag_core.focus.FOCUS_RULES`. (Before ``miner-8`` every EviReform method
+    carried them, so a miner change reran loops that never read the miner.)"""
     config = ReformulationConfig().with_overrides(**VARIANTS.get(name, {}))
     digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()
-    # The miner also cuts the passages it keeps (evireform-neocorrag): its sentence rules
-    # are part of what reaches the reader.
-    return f"{RULES_VERSION} {MINER_OUTPUT_VERSION} {FOCUS_RULES} config {digest[:12]}"
+    if name == "evireform-neocorrag":
+        return f"{RULES_VERSION} {MINER_OUTPUT_VERSION} {FOCUS_RULES} config {digest[:12]}"
+    return f"{RULES_VERSION} config {digest[:12]}"
 
 
 def build(name: str, context: BuildContext) -> EviReformMethod:

@@ -106,5 +106,10 @@ def test_evireform_records_carry_a_version_that_follows_rules_and_defaults(monke
     assert method_versions(["evireform"]) == {"evireform": base}
     assert em.method_version("evireform-rerank") == base  # it reuses evireform's loop
     assert em.method_version("evireform-lm") != base
+    # Only the method that mines its result follows the miner's output version.
+    with_miner = em.method_version("evireform-neocorrag")
+    monkeypatch.setattr(em, "MINER_OUTPUT_VERSION", "miner-x")
+    assert em.method_version("evireform") == base
+    assert em.method_version("evireform-neocorrag") != with_miner
     monkeypatch.setattr(em, "RULES_VERSION", "another")
     assert em.method_version("evireform") != base
