@@ -25,7 +25,6 @@ the method's mean over the baseline's.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ from pathlib import Path
 from neocorrag_core.errors import InputError
 from neocorrag_core.eval.metrics import paired_bootstrap
 from neocorrag_core.eval.splits import SPLITS, split_of
+from neocorrag_core.formats import read_json_or_lines
 
 RATES = frozenset({"recall", "hit", "chain", "f1", "em", "evidence_recall", "empty"})
 """Per-question values in [0, 1], printed as points (x100)."""
@@ -145,8 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for run in args.runs:
             path = results_file(run)
             try:
-                loaded.append((run, json.loads(path.read_text(encoding="utf-8"))))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                loaded.append((run, read_json_or_lines(path, what="results.json")))
+            except (OSError, InputError) as exc:
                 raise InputError(f"{path}: not readable as JSON ({exc})") from exc
         tables = {
             metric: [
