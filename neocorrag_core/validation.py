@@ -90,4 +90,18 @@ def check_choice(owner: str, name: str, value: Any, choices: Iterable[str]) -> N
         )
 
 
-__all__ = ["check_bool", "check_choice", "check_int", "check_number"]
+def check_instance(
+    owner: str, name: str, value: Any, kind: type, *, optional: bool = False
+) -> None:
+    """``value`` must be an instance of ``kind`` (a class, or a runtime-checkable protocol,
+    which it must then implement)."""
+    if (value is None and optional) or isinstance(value, kind):
+        return
+    what = "implement" if getattr(kind, "_is_protocol", False) else "be a"
+    hint = " or None" if optional else ""
+    raise ConfigError(
+        f"{_where(owner, name)} must {what} {kind.__name__}{hint}, got {type(value).__name__}"
+    )
+
+
+__all__ = ["check_bool", "check_choice", "check_instance", "check_int", "check_number"]

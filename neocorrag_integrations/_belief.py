@@ -211,18 +211,19 @@ class BeliefEngine:
             raise ConfigError(
                 f"{owner}.miner must be an EvidenceChainMiner or None, got {type(miner).__name__}"
             )
-        if not chains_for_verifier:
-            unused = {
-                "miner": miner,
-                "triple_source": triple_source,
-                "chains_decoding": chains_decoding,
-            }
-            given = [name for name, value in unused.items() if value is not None]
-            if given:
-                raise ConfigError(
-                    f"{owner}: {', '.join(given)} only serve(s) the chains; "
-                    "set chains_for_verifier=True or leave them unset"
-                )
+        mines = chains_for_verifier or self.config.refine_answer != "none"
+        unused = {
+            "miner": None if mines else miner,
+            "triple_source": None if mines else triple_source,
+            "chains_decoding": None if chains_for_verifier else chains_decoding,
+        }
+        given = [name for name, value in unused.items() if value is not None]
+        if given:
+            raise ConfigError(
+                f"{owner}: {', '.join(given)} only serve(s) the chains; set "
+                "chains_for_verifier=True (or, for miner and triple_source, "
+                "config={'refine_answer': 'all'}) or leave them unset"
+            )
         framework = framework_kind(llm) is not None
         local_lm = None if framework else llm
         theirs: TripleSource | None = None
@@ -257,7 +258,8 @@ class BeliefEngine:
         self.after_search = after_search or AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE)
         self.chains_decoding = chains_decoding
         self.miner = None
-        if chains_for_verifier:
+        self.answer_miner: EvidenceChainMiner | None = None
+        if mines:
             if miner is None and triple_source is None:
                 miner = _miner_of(models)  # a shared miner keeps its settings and triples
             if miner is None:
@@ -267,7 +269,8 @@ class BeliefEngine:
                 # The miner reads its models only through this attribute: share the
                 # controller's, so the embedder loads once.
                 miner.models = shared
-            self.miner = miner
+            self.miner = miner if chains_for_verifier else None
+            self.answer_miner = miner
         self.controller = self.build_controller(llm)
 
     def _adopt(self, controller: BeliefController, **settings: Any) -> None:
@@ -289,6 +292,7 @@ class BeliefEngine:
         self.after_search = controller.after_search
         self.chains_decoding = None
         self.miner = None
+        self.answer_miner = None
         self.controller = controller
 
     @property
@@ -320,6 +324,7 @@ class BeliefEngine:
             calibrator=self.calibrator,
             after_search=self.after_search,
             config=self.config,
+            miner=self.answer_miner,
         )
 
     def run(

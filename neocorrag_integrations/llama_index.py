@@ -571,7 +571,9 @@ class BeliefQueryEngine(BaseQueryEngine):
         chains_for_verifier: also show the verifier the NeocorRAG evidence chains mined
             from the evidence, as one extra document (default ``False``).
         miner / triple_source / chains_decoding: the chains' miner, its triples (default:
-            metadata, else the triple store, else spaCy) and decoding (``"none"``).
+            metadata, else the triple store, else spaCy) and decoding (``"none"``). The
+            same miner refines the answer's evidence when ``config`` sets
+            ``refine_answer`` (``"all"`` or ``"first-search"``, ``BeliefConfig``).
         controller: a ready :class:`~neocorrag_core.belief.BeliefController` (your own
             components) instead of the settings above, which must then be left unset.
         abstain_message: the response text when the controller abstains.

@@ -7,7 +7,8 @@ belief update), ``calibrator`` (answerability), ``fitting`` (refitting the calib
 episodes), ``rules`` (the ordered controller rules), ``components`` (what the controller
 asks of models), ``controller`` (the episode loop, sync and async); the model-backed
 components: ``verifier``, ``answer``, ``writer``, ``relevance``, built together by
-``defaults``.
+``defaults``; NeocorRAG in the loop: ``chains`` (chains for the verifier) and
+``refined_answer`` (the refined evidence for the answer generator).
 """
 
 from .answer import LMAnswerGenerator
@@ -49,6 +50,7 @@ from .fitting import (
     fit_from_results,
     rows_from_trajectories,
 )
+from .refined_answer import RefinedAnswerGenerator
 from .relevance import EmbeddingRelevance
 from .rules import Budget, VerifierCheck, decide, retrieval_value, verifier_needed
 from .state import PRIOR_COEFFICIENTS, implied_belief, update_belief
@@ -86,6 +88,7 @@ __all__ = [
     "Mutation",
     "PromptBudget",
     "QueryWriter",
+    "RefinedAnswerGenerator",
     "RelevanceScorer",
     "Step",
     "Usage",

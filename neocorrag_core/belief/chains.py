@@ -24,7 +24,7 @@ from neocorrag_core.errors import ConfigError
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.rendering import CHAIN_BLOCK_HEADER, CHAIN_FORMATS, ChainFormat
 from neocorrag_core.types import Passage
-from neocorrag_core.validation import check_choice
+from neocorrag_core.validation import check_choice, check_instance
 
 from .components import Usage, Verifier, VerifierReply
 
@@ -69,16 +69,8 @@ class ChainEvidenceVerifier:
         decoding: Decoding | None = None,
         chain_format: ChainFormat = "compact",
     ) -> None:
-        if not isinstance(verifier, Verifier):
-            raise ConfigError(
-                "ChainEvidenceVerifier: verifier must implement Verifier, got "
-                f"{type(verifier).__name__}"
-            )
-        if miner is not None and not isinstance(miner, EvidenceChainMiner):
-            raise ConfigError(
-                "ChainEvidenceVerifier: miner must be an EvidenceChainMiner, got "
-                f"{type(miner).__name__}"
-            )
+        check_instance("ChainEvidenceVerifier", "verifier", verifier, Verifier)
+        check_instance("ChainEvidenceVerifier", "miner", miner, EvidenceChainMiner, optional=True)
         if decoding is not None and decoding not in ("none", "beam", "rank"):
             raise ConfigError(
                 "ChainEvidenceVerifier: decoding must be 'none', 'beam', 'rank' or None, "
@@ -102,13 +94,7 @@ class ChainEvidenceVerifier:
         usage = Usage(int(result.prompt_tokens), int(result.generated_tokens))
         # Every line: the miner's line cap is for a reader, like its format.
         block = replace(result, chain_format=self.chain_format, max_chain_lines=None).chain_text
-        if not block:
-            return None, usage
-        # The title says what the block is; the header would only repeat it.
-        body = block.removeprefix(CHAIN_BLOCK_HEADER).strip()
-        return Passage(
-            id=_free_id({p.id for p in passages}), text=body, title=CHAIN_PASSAGE_TITLE
-        ), usage
+        return chain_document(block, passages), usage
 
     def verify(
         self, question: str, passages: Sequence[Passage], draft_answer: str
@@ -119,11 +105,17 @@ class ChainEvidenceVerifier:
         reply, usage = self.verifier.verify(question, shown, draft_answer)
         if chain is not None:
             reply = replace(reply, drop_ids=tuple(i for i in reply.drop_ids if i != chain.id))
-        total = Usage(
-            usage.prompt_tokens + mined.prompt_tokens,
-            usage.generated_tokens + mined.generated_tokens,
-        )
-        return reply, total
+        return reply, usage + mined
+
+
+def chain_document(block: str, passages: Sequence[Passage]) -> Passage | None:
+    """A rendered chain block as one document to show beside ``passages`` (an id none of
+    them has, :data:`CHAIN_PASSAGE_TITLE`); ``None`` for an empty block."""
+    if not block:
+        return None
+    # The title says what the block is; the header would only repeat it.
+    body = block.removeprefix(CHAIN_BLOCK_HEADER).strip()
+    return Passage(id=_free_id({p.id for p in passages}), text=body, title=CHAIN_PASSAGE_TITLE)
 
 
 def _free_id(taken: set[str]) -> str:
@@ -134,4 +126,4 @@ def _free_id(taken: set[str]) -> str:
     return candidate
 
 
-__all__ = ["CHAIN_PASSAGE_ID", "CHAIN_PASSAGE_TITLE", "ChainEvidenceVerifier"]
+__all__ = ["CHAIN_PASSAGE_ID", "CHAIN_PASSAGE_TITLE", "ChainEvidenceVerifier", "chain_document"]

@@ -27,6 +27,13 @@ class Usage:
         """Prompt plus generated tokens."""
         return self.prompt_tokens + self.generated_tokens
 
+    def __add__(self, other: Usage) -> Usage:
+        """The tokens of both calls (a wrapper's own model use plus the wrapped call's)."""
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.generated_tokens + other.generated_tokens,
+        )
+
 
 T = TypeVar("T")
 

@@ -14,10 +14,12 @@ import asyncio
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from numbers import Real
 from typing import Any, TypeVar
 
 from neocorrag_core.errors import ConfigError, InputError, ModelCallError, NeocorragError
+from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
 from neocorrag_core.search_calls import AsyncSearchFn, SearchFn, acall_search, call_search
 
@@ -34,6 +36,7 @@ from .components import (
     VerifierReply,
 )
 from .config import BeliefConfig, config_with_default_verify
+from .refined_answer import RefinedAnswerGenerator
 from .rules import Budget, VerifierCheck, decide, out_of_budget, retrieval_value, verifier_needed
 from .state import update_belief
 from .types import VERIFIER_NAMES, Action, Belief, BeliefResult, Decision, Diagnostics, Step
@@ -102,6 +105,11 @@ class BeliefController:
             used while ``config.fitted_retrieval_value``). Refit both on your own
             episodes with :func:`~neocorrag_core.belief.fitting.fit_from_episodes`.
         config: thresholds, caps and ablation switches (BeliefRAG's defaults).
+        miner: refines the evidence the generator answers from when
+            ``config.refine_answer`` is not ``"none"`` (default: an
+            ``EvidenceChainMiner()``, which reads triples from passage metadata;
+            :meth:`from_models` gives one that shares the controller's models and extracts
+            triples where metadata has none).
     """
 
     def __init__(
@@ -114,6 +122,7 @@ class BeliefController:
         calibrator: AnswerabilityCalibrator | None = None,
         after_search: AnswerabilityCalibrator | None = None,
         config: BeliefConfig | None = None,
+        miner: EvidenceChainMiner | None = None,
     ) -> None:
         for name, value, proto in (
             ("verifier", verifier, Verifier),
@@ -129,6 +138,8 @@ class BeliefController:
         _check_settings(calibrator, after_search, config)
         self.verifier = verifier
         self.generator = generator
+        # Built even when refinement is off: a call may turn it on (run(refine_answer="all")).
+        self.refined_generator = RefinedAnswerGenerator(generator, miner)
         self.writer = writer
         self.relevance = relevance
         self.calibrator = calibrator or AnswerabilityCalibrator.load()
@@ -163,16 +174,23 @@ class BeliefController:
         gets the settings chosen for it (:data:`~neocorrag_core.belief.config.PRESET_SETTINGS`;
         a ``config`` you pass is used as it is).
         """
-        from .defaults import default_components
+        from .defaults import answer_miner, default_components, shared_models
 
         _check_settings(calibrator, after_search, config)
         refitted = calibrator is not None or after_search is not None
         config = config_with_default_verify(config, lm, refitted=refitted)
         if not refitted and (pair := shipped_pair(lm)) is not None:
             calibrator, after_search = pair
+        if models is None:
+            models = shared_models(lm, embedder, show_progress=options.get("show_progress", False))
         parts = default_components(lm, embedder, models=models, config=config, **options)
+        miner = answer_miner(models, options.get("triple_source"))
         return cls(
-            **parts.as_kwargs(), calibrator=calibrator, after_search=after_search, config=config
+            **parts.as_kwargs(),
+            calibrator=calibrator,
+            after_search=after_search,
+            config=config,
+            miner=miner,
         )
 
     # ------------------------------------------------------------------ drivers
@@ -390,9 +408,8 @@ class BeliefController:
         then the belief update."""
         before = st.tally.total
         passages = st.workspace.passages
-        draft = st.call(
-            _ask("answer generator", self.generator.answer, question, passages, returns=DraftAnswer)
-        )
+        answer = self._answer_fn(st, config)
+        draft = st.call(_ask("answer generator", answer, question, passages, returns=DraftAnswer))
         relevance = (
             _ask(
                 "relevance scorer",
@@ -444,6 +461,16 @@ class BeliefController:
         st.belief = update_belief(st.belief, st.diagnostics, blend=config.blend)
         st.measure_cost = st.tally.total - before
         st.measure_cost_per_passage = st.measure_cost / max(1, len(passages))
+
+    def _answer_fn(self, st: _State, config: BeliefConfig) -> Callable[..., Any]:
+        """The answer call ``config.refine_answer`` asks for."""
+        if config.refine_answer == "none":
+            return self.generator.answer
+        later: tuple[str, ...] = ()
+        if config.refine_answer == "first-search":
+            first = next((m.passage_ids for m in st.workspace.log if m.kind == "add"), ())
+            later = tuple(pid for pid in st.workspace.ids if pid not in first)
+        return partial(self.refined_generator.answer, keep_whole=later)
 
     def _verifier_check(
         self, local: Diagnostics, st: _State, config: BeliefConfig

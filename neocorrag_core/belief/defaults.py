@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from neocorrag_core.config import MinerConfig
+from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
 from neocorrag_core.structured import framework_kind
-from neocorrag_core.triples import TripleSource
+from neocorrag_core.triples import DefaultTripleSource, TripleSource
 
 from .answer import LMAnswerGenerator
 from .components import AnswerGenerator, QueryWriter, RelevanceScorer, Verifier
@@ -41,6 +43,29 @@ class BeliefComponents:
             "writer": self.writer,
             "relevance": self.relevance,
         }
+
+
+def shared_models(
+    lm: Any = None, embedder: Any = None, *, show_progress: bool = False
+) -> LazyModels:
+    """The lazily loaded models the components share: the embedder, and ``lm`` unless it is
+    a framework LLM (which the components call directly)."""
+    local = None if framework_kind(lm) is not None else lm
+    return LazyModels(embedder=embedder, lm=local, show_progress=show_progress)
+
+
+def answer_miner(
+    models: LazyModels,
+    triple_source: TripleSource | None = None,
+    config: MinerConfig | None = None,
+) -> EvidenceChainMiner:
+    """The miner that refines the answer's evidence (``BeliefConfig.refine_answer``), on the
+    components' models: ``triple_source``, or by default passage metadata, else the triple
+    store, else extraction (:class:`~neocorrag_core.triples.DefaultTripleSource`);
+    ``config`` (default: the miner's defaults) decides what is kept."""
+    miner = EvidenceChainMiner(config, triple_source=triple_source or DefaultTripleSource())
+    miner.models = models  # the miner reads its models only here: one load of each
+    return miner
 
 
 def default_components(
@@ -74,9 +99,7 @@ def default_components(
     """
     framework = lm if framework_kind(lm) is not None else None
     if models is None:
-        models = LazyModels(
-            embedder=embedder, lm=None if framework else lm, show_progress=show_progress
-        )
+        models = shared_models(lm, embedder, show_progress=show_progress)
     if budget is None:
         budget = PromptBudget(max_passages=(config or BeliefConfig()).max_evidence)
     return BeliefComponents(
@@ -87,4 +110,4 @@ def default_components(
     )
 
 
-__all__ = ["BeliefComponents", "default_components"]
+__all__ = ["BeliefComponents", "answer_miner", "default_components", "shared_models"]

@@ -12,6 +12,11 @@
   answerability reused for the whole episode).
 * ``belief-chains``: ``belief`` whose verifier also sees the NeocorRAG evidence chains
   mined from the evidence (:class:`~neocorrag_core.belief.ChainEvidenceVerifier`).
+* ``belief-refined`` / ``belief-unrefined``: ``belief`` whose answer generator reads the
+  NeocorRAG-refined workspace, or every passage (``BeliefConfig.refine_answer`` ``"all"``
+  or ``"none"`` whatever the generator's preset says; the run's miner).
+* ``belief-refined-first``: the same with ``refine_answer="first-search"`` (the first
+  search's passages refined, later ones whole).
 * ``belief-always-verify``: ``belief`` with one verifier call at every measured step
   (``verify="always"``, the paper's loop; the default calls it only when a reply could
   change the decision).
@@ -46,12 +51,16 @@ from neocorrag_core.belief import (
 from neocorrag_core.belief.answer import ANSWER_PROMPT_VERSION, LMAnswerGenerator
 from neocorrag_core.belief.calibrator import shipped_pair
 from neocorrag_core.belief.config import preset_settings
+from neocorrag_core.belief.defaults import answer_miner
+from neocorrag_core.belief.refined_answer import REFINED_ANSWER_VERSION
 from neocorrag_core.belief.verifier import VERIFIER_PROMPT_VERSION
 from neocorrag_core.belief.writer import ENTITY_QUERY_VERSION, REWRITE_PROMPT_VERSION
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, SearchFn
 from neocorrag_core.eval.refiners import MINER_OUTPUT_VERSION
+from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
 from neocorrag_core.search_calls import call_search
+from neocorrag_core.triples import MetadataTripleSource
 from neocorrag_core.types import Passage
 
 BELIEF_METHODS = (
@@ -63,12 +72,18 @@ BELIEF_METHODS = (
     "belief-prune-only",
     "belief-frozen-answerability",
     "belief-chains",
+    "belief-refined",
+    "belief-refined-first",
+    "belief-unrefined",
     "belief-always-verify",
 )
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "belief": {},
     "belief-chains": {},
+    "belief-refined": {"refine_answer": "all"},
+    "belief-refined-first": {"refine_answer": "first-search"},
+    "belief-unrefined": {"refine_answer": "none"},
     "belief-no-correction": {"correct_problems": False},
     "belief-prune-only": {"replace_dropped": False},
     "belief-frozen-answerability": {"live_answerability": False},
@@ -272,6 +287,27 @@ def _chain_verifier(shared: Shared, context: BuildContext) -> Any:
     return ChainEvidenceVerifier(inner, context.miner)
 
 
+def _answer_miner(context: BuildContext) -> EvidenceChainMiner:
+    """The miner that refines a controller method's answer evidence: the run's, except where
+    the run reads triples from passage metadata only (no ``--triples``); there, one with the
+    run's settings and models and the default triple source (metadata, else the triple
+    store, else spaCy), as a controller outside the benchmark gets it. ``--triples`` is not
+    the way in: the query writer reads it too, which would change the baselines' searches."""
+    miner = context.miner
+    if not isinstance(miner.triple_source, MetadataTripleSource):
+        return miner
+    return answer_miner(miner.models, config=miner.config)
+
+
+def refines_answer(
+    name: str, reader: str = "default", belief_overrides: Mapping[str, Any] | None = None
+) -> bool:
+    """Whether the controller method ``name`` answers from the refined evidence in a run
+    with generator ``reader`` (its preset settings, ``--belief``, then the method's own)."""
+    config = run_config(reader, belief_overrides).with_overrides(**ABLATIONS.get(name, {}))
+    return config.refine_answer != "none"
+
+
 def fitted_models(reader: str) -> tuple[AnswerabilityCalibrator, AnswerabilityCalibrator]:
     """The answerability and after-search models of a run whose generator is the reader
     preset ``reader``: its own shipped pair when one is fitted, else the default LM's."""
@@ -313,6 +349,8 @@ def method_version(
             parts.append(ENTITY_QUERY_VERSION)
     if name == "belief-chains":  # its verifier reads the miner's chain block
         parts.append(MINER_OUTPUT_VERSION)
+    if name.startswith("belief") and refines_answer(name, reader, belief_overrides):
+        parts += [MINER_OUTPUT_VERSION, REFINED_ANSWER_VERSION]  # the generator reads the miner's
     return " ".join(parts)
 
 
@@ -334,6 +372,7 @@ def build(name: str, context: BuildContext) -> Any:
         calibrator=shared.calibrator,
         after_search=shared.after_search,
         config=shared.config,
+        miner=_answer_miner(context),
     )
     return BeliefMethod(name, controller, ABLATIONS[name])
 

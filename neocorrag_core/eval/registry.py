@@ -252,6 +252,27 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         answers=True,
     ),
     MethodSpec(
+        "belief-refined",
+        "belief whose answer generator reads the NeocorRAG-refined evidence",
+        f"{_BELIEF}:build",
+        version=_BELIEF_VERSION,
+        answers=True,
+    ),
+    MethodSpec(
+        "belief-refined-first",
+        "belief whose answer generator reads the refined first search and later passages whole",
+        f"{_BELIEF}:build",
+        version=_BELIEF_VERSION,
+        answers=True,
+    ),
+    MethodSpec(
+        "belief-unrefined",
+        "belief whose answer generator reads every passage of the evidence",
+        f"{_BELIEF}:build",
+        version=_BELIEF_VERSION,
+        answers=True,
+    ),
+    MethodSpec(
         "belief-always-verify",
         "belief with a verifier call at every measured step (the paper's loop)",
         f"{_BELIEF}:build",

@@ -551,6 +551,29 @@ def test_langchain_chains_for_verifier_shows_the_chain_block_to_the_verifier():
     assert not any(CHAIN_PASSAGE_TITLE in p for p in plain_llm.prompts)
 
 
+def test_langchain_refined_answer_hides_the_noise_from_the_answer_prompt_only():
+    """With refine_answer="all" the answer prompt holds what the miner keeps (the top-2 by
+    rank and the hop the chain needs), the verifier still sees every passage."""
+    miner = EvidenceChainMiner(MinerConfig(**MINER_CONFIG), embedder=HashedBagOfWords())
+    llm = RoleChat()
+    rag = BeliefRAG(
+        lc_retriever(),
+        llm,
+        config={"refine_answer": "all", "verify": "always"},
+        miner=miner,
+        calibrator=SUPPORT,
+        after_search=HOPEFUL,
+    )
+    assert not rag.chains_for_verifier  # the miner serves the answer only
+    out = rag.invoke(QUESTION)
+    answers = [p for p in llm.prompts if "Answer the question using the documents" in p]
+    judged = [p for p in llm.prompts if "Judge the documents" in p]
+    assert answers and judged
+    assert "hockey trophy" in judged[-1]  # the verifier reads the whole workspace
+    assert "hockey trophy" not in answers[-1] and "Stanley." in answers[-1]
+    assert "noise" in [d.metadata["src"] for d in out["documents"]]  # evidence untouched
+
+
 def test_langchain_bad_settings_are_config_errors():
     retriever = lc_retriever()
     with pytest.raises(ConfigError, match="retriever"):
@@ -565,6 +588,10 @@ def test_langchain_bad_settings_are_config_errors():
         BeliefRAG(retriever, RoleChat(), after_search="fitted.json")
     with pytest.raises(ConfigError, match="chains_for_verifier"):
         BeliefRAG(retriever, RoleChat(), miner=EvidenceChainMiner())
+    with pytest.raises(ConfigError, match="chains_for_verifier"):  # the answer uses no decoding
+        BeliefRAG(retriever, RoleChat(), config={"refine_answer": "all"}, chains_decoding="rank")
+    with pytest.raises(ConfigError, match="refine_answer"):
+        BeliefRAG(retriever, RoleChat(), config={"refine_answer": "yes"})
     with pytest.raises(ConfigError, match="chains_for_verifier"):
         BeliefRAG(retriever, RoleChat(), chains_for_verifier="yes")
     with pytest.raises(ConfigError, match="LlamaIndex"):
@@ -715,7 +742,11 @@ def test_the_verifier_mode_follows_what_the_fitted_models_know():
 def test_a_preset_generator_starts_from_its_own_settings():
     # The 1.5B preset searches twice before measuring (PRESET_SETTINGS); a dict config
     # changes other fields and keeps that, an explicit field wins; other LMs keep 1.
-    assert preset_settings("qwen-1.5b") == {"min_searches": 2, "max_corrections": 0}
+    assert preset_settings("qwen-1.5b") == {
+        "min_searches": 2,
+        "max_corrections": 0,
+        "refine_answer": "first-search",
+    }
     assert preset_settings(None) == {} and preset_settings(object()) == {}
     bigger = BeliefRAG(LCScripted(), "qwen-1.5b", embedder=HashedBagOfWords(), config={"k": 3})
     assert bigger.config.min_searches == 2 and bigger.config.k == 3

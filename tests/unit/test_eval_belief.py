@@ -10,12 +10,14 @@ import pytest
 from test_eval_runner import run, settings_for
 
 from neocorrag_core.belief import BeliefConfig
+from neocorrag_core.belief.refined_answer import REFINED_ANSWER_VERSION
 from neocorrag_core.belief.writer import ENTITY_QUERY_VERSION
 from neocorrag_core.eval import belief_methods
 from neocorrag_core.eval.belief_methods import BELIEF_METHODS, first_round_search, method_version
 from neocorrag_core.eval.datasets import QAExample
 from neocorrag_core.eval.protocol import MethodInput, MethodOutput
 from neocorrag_core.eval.reader import ReaderOutput
+from neocorrag_core.eval.refiners import MINER_OUTPUT_VERSION
 from neocorrag_core.eval.registry import method_versions
 from neocorrag_core.eval.runner import EvalSettings, score_record
 from neocorrag_core.types import Passage
@@ -152,7 +154,8 @@ def test_the_controller_version_follows_the_generators_own_fitted_models(monkeyp
     # Its preset settings (PRESET_SETTINGS) change its episodes: they are named too, and
     # so are the no-LM query rules its scheduled searches (min_searches=2) follow.
     assert method_version("belief", "qwen-1.5b").endswith(
-        f"preset max_corrections=0 min_searches=2 {ENTITY_QUERY_VERSION}"
+        "preset max_corrections=0 min_searches=2 refine_answer=first-search "
+        f"{ENTITY_QUERY_VERSION} {MINER_OUTPUT_VERSION} {REFINED_ANSWER_VERSION}"
     )
     assert "preset" not in default and "preset" not in method_version("iterative", "qwen-1.5b")
     assert ENTITY_QUERY_VERSION not in default
