@@ -36,11 +36,12 @@ from neocorrag_core.belief import (
     default_config,
 )
 from neocorrag_core.belief.calibrator import shipped_pair
+from neocorrag_core.belief.defaults import answer_miner
 from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
 from neocorrag_core.structured import framework_kind
-from neocorrag_core.triples import DefaultTripleSource, TripleSource
+from neocorrag_core.triples import TripleSource
 from neocorrag_core.validation import check_bool, check_choice, check_int
 
 from ._common import RefinerSettings, SourceDocument, check_query, reject_owned_settings
@@ -257,20 +258,14 @@ class BeliefEngine:
         self.calibrator = calibrator or AnswerabilityCalibrator.load()
         self.after_search = after_search or AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE)
         self.chains_decoding = chains_decoding
-        self.miner = None
-        self.answer_miner: EvidenceChainMiner | None = None
-        if mines:
-            if miner is None and triple_source is None:
-                miner = _miner_of(models)  # a shared miner keeps its settings and triples
-            if miner is None:
-                miner = EvidenceChainMiner(
-                    triple_source=triple_source or theirs or DefaultTripleSource()
-                )
-                # The miner reads its models only through this attribute: share the
-                # controller's, so the embedder loads once.
-                miner.models = shared
-            self.miner = miner if chains_for_verifier else None
-            self.answer_miner = miner
+        if miner is None and triple_source is None:
+            miner = _miner_of(models)  # a shared miner keeps its settings and triples
+        if miner is None:
+            # Built even when nothing mines yet (it loads nothing until used): a call may
+            # turn refine_answer on, and should refine on the shared models and triples.
+            miner = answer_miner(shared, theirs if triple_source is None else triple_source)
+        self.miner = miner if chains_for_verifier else None
+        self.answer_miner: EvidenceChainMiner | None = miner
         self.controller = self.build_controller(llm)
 
     def _adopt(self, controller: BeliefController, **settings: Any) -> None:

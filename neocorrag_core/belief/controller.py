@@ -70,6 +70,9 @@ class _State:
     writer_cost: int = 0
     verifier_note: str = ""
     """Why the last measurement skipped the verifier ("" when it called it)."""
+    first_search: frozenset[str] | None = None
+    """The ids the first search returned (``refine_answer="first-search"``); ``None``
+    before it."""
 
     def call(self, outcome: tuple[T, Usage]) -> T:
         """Count one model call's tokens and hand back its value."""
@@ -139,6 +142,7 @@ class BeliefController:
         self.verifier = verifier
         self.generator = generator
         # Built even when refinement is off: a call may turn it on (run(refine_answer="all")).
+        # Replacing ``generator`` later does not rewrap it: build a new controller instead.
         self.refined_generator = RefinedAnswerGenerator(generator, miner)
         self.writer = writer
         self.relevance = relevance
@@ -323,6 +327,8 @@ class BeliefController:
                         results, step=index, reason=f"{decision.action.value}: {query}"
                     )
                     retrieved = tuple(p.id for p in results)
+                    if st.first_search is None:
+                        st.first_search = frozenset(retrieved)
                     st.novelty = added.novelty
                     st.asked.append(query)
                     st.rounds += 1
@@ -468,7 +474,9 @@ class BeliefController:
             return self.generator.answer
         later: tuple[str, ...] = ()
         if config.refine_answer == "first-search":
-            first = next((m.passage_ids for m in st.workspace.log if m.kind == "add"), ())
+            # From what the first search returned, not the workspace log: a first search
+            # that added nothing writes no log entry, and the next one is not the first.
+            first = st.first_search or frozenset()
             later = tuple(pid for pid in st.workspace.ids if pid not in first)
         return partial(self.refined_generator.answer, keep_whole=later)
 

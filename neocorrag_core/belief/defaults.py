@@ -63,7 +63,8 @@ def answer_miner(
     components' models: ``triple_source``, or by default passage metadata, else the triple
     store, else extraction (:class:`~neocorrag_core.triples.DefaultTripleSource`);
     ``config`` (default: the miner's defaults) decides what is kept."""
-    miner = EvidenceChainMiner(config, triple_source=triple_source or DefaultTripleSource())
+    source = DefaultTripleSource() if triple_source is None else triple_source
+    miner = EvidenceChainMiner(config, triple_source=source)
     miner.models = models  # the miner reads its models only here: one load of each
     return miner
 

@@ -38,9 +38,9 @@ class RefinedAnswerGenerator:
             triples from ``metadata["triples"]``; pass one with a
             :class:`~neocorrag_core.triples.DefaultTripleSource` for documents without).
             Its configuration decides what is kept (``keep``, ``passage_focus``) and
-            whether its chain block is shown (``chain_format``, ``"none"`` by default),
-            first, as one more document (as :class:`~neocorrag_core.belief.ChainEvidenceVerifier`
-            shows it; the generator's ``budget.max_passages`` must leave room for it).
+            whether its chain block is shown (``chain_format``, ``"none"`` by default), as
+            one more document after the passages (a generator that shows at most the
+            workspace's size drops the block when every passage is kept).
 
     The miner never leaves the generator with nothing: it keeps every passage when it
     would keep none. Tokens the miner's own LM spends (``decoding="beam"`` or ``"rank"``)
@@ -69,7 +69,9 @@ class RefinedAnswerGenerator:
         shown = [kept.get(p.id, p) for p in passages if p.id in whole or p.id in kept]
         chains = chain_document(result.chain_text, shown)
         if chains is not None:
-            shown.insert(0, chains)
+            # Last, unlike the verifier's: a generator whose prompt holds as many documents
+            # as the workspace (the default budget) then cuts the block, never a passage.
+            shown.append(chains)
         return shown, Usage(int(result.prompt_tokens), int(result.generated_tokens))
 
     def answer(

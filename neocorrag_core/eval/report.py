@@ -289,7 +289,8 @@ def render_report(results: dict[str, Any]) -> str:
             answering,
             "",
             "Abstentions score 0. Evidence recall: gold passages anywhere in the final "
-            "evidence (which may hold more than k passages). Total tokens: every prompt with "
+            "evidence (which may hold more than k passages; a controller with `refine_answer` "
+            "answers from a refined part of it). Total tokens: every prompt with "
             "its contexts, each time it was sent (verifier, query writer, answer), plus "
             "generated tokens.",
         ]

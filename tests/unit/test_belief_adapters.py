@@ -574,6 +574,19 @@ def test_langchain_refined_answer_hides_the_noise_from_the_answer_prompt_only():
     assert "noise" in [d.metadata["src"] for d in out["documents"]]  # evidence untouched
 
 
+def test_langchain_refinement_turned_on_per_call_uses_the_adapters_miner():
+    miner = EvidenceChainMiner(MinerConfig(**MINER_CONFIG), embedder=HashedBagOfWords())
+    rag = BeliefRAG(lc_retriever(), RoleChat(), models=miner, calibrator=SUPPORT)
+    assert rag._engine.answer_miner is miner  # built with nothing refining yet
+    llm = rag.llm
+    rag.invoke(QUESTION, refine_answer="all", verify="always")
+    answers = [p for p in llm.prompts if "Answer the question using the documents" in p]
+    assert answers and "hockey trophy" not in answers[-1]
+    rag.invoke(QUESTION, verify="always")  # the next call reads every passage again
+    answers = [p for p in llm.prompts if "Answer the question using the documents" in p]
+    assert "hockey trophy" in answers[-1]
+
+
 def test_langchain_bad_settings_are_config_errors():
     retriever = lc_retriever()
     with pytest.raises(ConfigError, match="retriever"):

@@ -3,6 +3,8 @@ workspace keeps every passage."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from adapter_fixtures import CORPUS, MINER_CONFIG, QUERY
 from conftest import HashedBagOfWords
@@ -53,15 +55,17 @@ def test_the_generator_reads_the_kept_passages_only():
     assert usage == Usage(30, 2)  # three passages shown, no LM tokens for mining
 
 
-def test_a_chain_block_is_shown_first_when_the_miner_writes_one():
+def test_a_chain_block_is_shown_last_when_the_miner_writes_one():
+    """Last, so a generator that shows at most the workspace's size cuts the block, never
+    a passage."""
     inner = Recording()
     RefinedAnswerGenerator(inner, miner("linking")).answer(QUERY, PASSAGES)
     [shown] = inner.seen
-    assert shown[0].id == CHAIN_PASSAGE_ID and shown[0].title == CHAIN_PASSAGE_TITLE
+    assert shown[-1].id == CHAIN_PASSAGE_ID and shown[-1].title == CHAIN_PASSAGE_TITLE
     assert "Van Hook Township - located in -> Mountrail County - capital -> Stanley" in (
-        shown[0].text
+        shown[-1].text
     )
-    assert [p.id for p in shown[1:]] == ["p1", "p2", "p4"]
+    assert [p.id for p in shown[:-1]] == ["p1", "p2", "p4"]
 
 
 def test_without_passages_nothing_is_mined():
@@ -145,6 +149,51 @@ def test_first_search_mode_refines_the_first_search_and_shows_later_passages_who
     assert [p.id for p in result.evidence] == ["p1", "p2", "p3", "p4", "p5"]
     assert [p.id for p in inner.seen[0]] == ["p1", "p2", "p4", "p5"]
     assert inner.seen[0][2] == PASSAGES[3] and inner.seen[0][3] == PASSAGES[4]  # whole
+
+
+def test_first_search_mode_refines_nothing_when_the_first_search_returned_nothing():
+    """The next-hop search is not "the first search" because the question's own found
+    nothing: its passages are shown whole."""
+    inner = Recording()
+
+    def search(query, k):
+        return [] if query == QUERY else PASSAGES
+
+    ctrl = controller(inner, Verifier(), refine_answer="first-search", min_searches=2)
+    result = ctrl.run(QUERY, search)
+    assert result.retrieval_rounds >= 2 and inner.seen
+    assert [p.id for p in inner.seen[0]] == [p.id for p in PASSAGES]
+
+
+def test_async_episodes_refine_as_sync_ones_do():
+    sync_seen, async_seen = Recording(), Recording()
+
+    def search(query, k):
+        return PASSAGES[:3] if query == QUERY else PASSAGES[3:]
+
+    async def asearch(query, k):
+        return search(query, k)
+
+    settings = {"refine_answer": "first-search", "min_searches": 2}
+    done = controller(sync_seen, Verifier(), **settings).run(QUERY, search)
+    adone = asyncio.run(controller(async_seen, Verifier(), **settings).arun(QUERY, asearch))
+    assert sync_seen.seen == async_seen.seen and done.answer == adone.answer
+    assert [p.id for p in sync_seen.seen[0]] == ["p1", "p2", "p4", "p5"]
+
+
+def test_the_eval_refines_with_the_runs_triples_or_else_the_default_source():
+    from neocorrag_core.eval.belief_methods import _answer_miner
+    from neocorrag_core.eval.protocol import BuildContext
+    from neocorrag_core.triples import DefaultTripleSource, OpenIETripleSource
+
+    paris = [("Paris", "capital of", "France")]
+    source = OpenIETripleSource({"Paris is the capital of France.": paris})
+    with_file = EvidenceChainMiner(triple_source=source)
+    assert _answer_miner(BuildContext(miner=with_file)) is with_file
+    metadata_only = EvidenceChainMiner(MinerConfig(top_n=1))
+    own = _answer_miner(BuildContext(miner=metadata_only))
+    assert isinstance(own.triple_source, DefaultTripleSource)
+    assert own.models is metadata_only.models and own.config == metadata_only.config
 
 
 def test_passages_kept_whole_are_not_mined():
