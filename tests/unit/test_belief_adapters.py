@@ -705,6 +705,25 @@ def test_llama_index_llm_through_the_framework_path_with_chains():
     assert [n.node.node_id for n in response.source_nodes] == final and "hop2" in final
 
 
+def test_llama_index_refined_answer_hides_the_noise_from_the_answer_prompt_only():
+    miner = EvidenceChainMiner(MinerConfig(**MINER_CONFIG), embedder=HashedBagOfWords())
+    llm = RoleLLM()
+    engine = BeliefQueryEngine(
+        LIScripted(),
+        llm,
+        config={"refine_answer": "all", "verify": "always"},
+        miner=miner,
+        calibrator=SUPPORT,
+        after_search=HOPEFUL,
+    )
+    response = engine.query(QUESTION)
+    answers = [p for p in llm.prompts if "Answer the question using the documents" in p]
+    judged = [p for p in llm.prompts if "Judge the documents" in p]
+    assert answers and judged and "hockey trophy" in judged[-1]
+    assert "hockey trophy" not in answers[-1] and "Stanley." in answers[-1]
+    assert "noise" in [n.node.node_id for n in response.source_nodes]  # evidence untouched
+
+
 def test_llama_index_mock_llm_still_ends_with_a_typed_action():
     engine = BeliefQueryEngine(
         LIScripted(), MockLLM(), embedder=HashedBagOfWords(), config={"max_rounds": 2}
