@@ -14,7 +14,6 @@ import asyncio
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
-from functools import partial
 from numbers import Real
 from typing import Any, TypeVar
 
@@ -22,6 +21,7 @@ from neocorrag_core.errors import ConfigError, InputError, ModelCallError, Neoco
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
 from neocorrag_core.search_calls import AsyncSearchFn, SearchFn, acall_search, call_search
+from neocorrag_core.types import Passage
 
 from .calibrator import AFTER_SEARCH_FILE, AnswerabilityCalibrator, shipped_pair
 from .components import (
@@ -70,6 +70,8 @@ class _State:
     writer_cost: int = 0
     verifier_note: str = ""
     """Why the last measurement skipped the verifier ("" when it called it)."""
+    answer_ids: tuple[str, ...] = ()
+    """The passages the last draft answer read (the workspace, or its refined part)."""
     first_search: frozenset[str] | None = None
     """The ids the first search returned (``refine_answer="first-search"``); ``None``
     before it."""
@@ -346,6 +348,7 @@ class BeliefController:
                     evidence_ids=st.workspace.ids,
                     retrieved_ids=retrieved,
                     draft_answer=st.draft.text if measured_now else "",
+                    answer_ids=st.answer_ids if measured_now else (),
                     verified=measured_now and st.diagnostics.verified,
                     seconds=time.perf_counter() - began,
                     prompt_tokens=st.tally.prompt - before[0],
@@ -414,8 +417,11 @@ class BeliefController:
         then the belief update."""
         before = st.tally.total
         passages = st.workspace.passages
-        answer = self._answer_fn(st, config)
-        draft = st.call(_ask("answer generator", answer, question, passages, returns=DraftAnswer))
+        shown = self._answer_passages(question, st, config)
+        draft = st.call(
+            _ask("answer generator", self.generator.answer, question, shown, returns=DraftAnswer)
+        )
+        st.answer_ids = tuple(p.id for p in shown)
         relevance = (
             _ask(
                 "relevance scorer",
@@ -468,17 +474,20 @@ class BeliefController:
         st.measure_cost = st.tally.total - before
         st.measure_cost_per_passage = st.measure_cost / max(1, len(passages))
 
-    def _answer_fn(self, st: _State, config: BeliefConfig) -> Callable[..., Any]:
-        """The answer call ``config.refine_answer`` asks for."""
+    def _answer_passages(self, question: str, st: _State, config: BeliefConfig) -> list[Passage]:
+        """What the answer generator reads, as ``config.refine_answer`` says (mining tokens,
+        if any, are counted)."""
+        passages = st.workspace.passages
         if config.refine_answer == "none":
-            return self.generator.answer
+            return passages
         later: tuple[str, ...] = ()
         if config.refine_answer == "first-search":
             # From what the first search returned, not the workspace log: a first search
             # that added nothing writes no log entry, and the next one is not the first.
             first = st.first_search or frozenset()
             later = tuple(pid for pid in st.workspace.ids if pid not in first)
-        return partial(self.refined_generator.answer, keep_whole=later)
+        refine = self.refined_generator.refined
+        return st.call(_ask("answer refiner", refine, question, passages, later, returns=list))
 
     def _verifier_check(
         self, local: Diagnostics, st: _State, config: BeliefConfig

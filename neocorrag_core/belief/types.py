@@ -157,6 +157,9 @@ class Step(Cost):
     the calibrator's fit script labels each step's diagnostics by whether it is right."""
     verified: bool = False
     """Whether the verifier was called at this step (``BeliefConfig.verify``)."""
+    answer_ids: tuple[str, ...] = ()
+    """The passages the step's draft answer read: the workspace, or with
+    ``BeliefConfig.refine_answer`` its refined part (empty when the step measured nothing)."""
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -178,6 +181,7 @@ class Step(Cost):
             "evidence_ids": list(self.evidence_ids),
             "retrieved_ids": list(self.retrieved_ids),
             "draft_answer": self.draft_answer,
+            "answer_ids": list(self.answer_ids),
             "prompt_tokens": self.prompt_tokens,
             "generated_tokens": self.generated_tokens,
             "seconds": self.seconds,

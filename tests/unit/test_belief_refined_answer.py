@@ -21,6 +21,7 @@ from neocorrag_core.belief import (
     VerifierReply,
 )
 from neocorrag_core.belief.chains import CHAIN_PASSAGE_ID, CHAIN_PASSAGE_TITLE
+from neocorrag_core.errors import ModelCallError
 from neocorrag_core.eval.belief_methods import method_version
 from neocorrag_core.eval.refiners import MINER_OUTPUT_VERSION
 
@@ -99,7 +100,7 @@ class Verifier:
         return VerifierReply(support=0.9, conflict=0.1, uncertainty=0.2, gap=0.1), Usage(5, 1)
 
 
-def controller(generator, verifier, **config) -> BeliefController:
+def controller(generator, verifier, refiner=None, **config) -> BeliefController:
     calibrator = AnswerabilityCalibrator(
         features=("support",), weights=(4.0,), bias=0.0, means=(0.5,), scales=(0.25,), version="t"
     )
@@ -110,7 +111,7 @@ def controller(generator, verifier, **config) -> BeliefController:
         relevance=Relevance(),
         calibrator=calibrator,
         config=BeliefConfig(k=5, verify="always", **config),
-        miner=miner(),
+        miner=refiner or miner(),
     )
 
 
@@ -123,6 +124,28 @@ def test_in_an_episode_only_the_answer_prompt_is_refined():
     assert [p.id for p in result.evidence] == [p.id for p in PASSAGES]  # nothing dropped
     assert inner.seen and all([p.id for p in s] == ["p1", "p2", "p4"] for s in inner.seen)
     assert verifier.seen and all(s == PASSAGES for s in verifier.seen)
+    # The trajectory says what the answer read, beside the workspace.
+    measured = [s for s in result.trajectory if s["draft_answer"]]
+    assert measured and all(s["answer_ids"] == ["p1", "p2", "p4"] for s in measured)
+    assert all(s["evidence_ids"] == [p.id for p in PASSAGES] for s in measured)
+    assert all(s["answer_ids"] == [] for s in result.trajectory if not s["draft_answer"])
+
+
+def test_without_refinement_the_answer_reads_the_workspace():
+    result = controller(Recording(), Verifier()).run(QUERY, lambda query, k: PASSAGES[:k])
+    measured = [s for s in result.trajectory if s["draft_answer"]]
+    assert measured and all(s["answer_ids"] == s["evidence_ids"] for s in measured)
+
+
+def test_a_failing_miner_is_named_and_leaves_nothing_behind():
+    class Broken(EvidenceChainMiner):
+        def mine(self, query, passages, **overrides):
+            raise RuntimeError("spaCy model missing")
+
+    ctrl = controller(Recording(), Verifier(), refiner=Broken(), refine_answer="all")
+    with pytest.raises(ModelCallError, match="answer refiner failed: RuntimeError: spaCy"):
+        ctrl.run(QUERY, lambda query, k: PASSAGES[:k])
+    assert ctrl.run(QUERY, lambda query, k: PASSAGES[:k], refine_answer="none").answer
 
 
 def test_by_default_and_per_call_the_generator_reads_what_the_mode_says():
