@@ -22,6 +22,7 @@ from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
 from neocorrag_core.search_calls import AsyncSearchFn, SearchFn, acall_search, call_search
 from neocorrag_core.types import Passage
+from neocorrag_core.validation import check_instance
 
 from .calibrator import AFTER_SEARCH_FILE, AnswerabilityCalibrator, shipped_pair
 from .components import (
@@ -36,7 +37,7 @@ from .components import (
     VerifierReply,
 )
 from .config import BeliefConfig, config_with_default_verify
-from .refined_answer import RefinedAnswerGenerator
+from .refined_answer import refine_for_answer
 from .rules import Budget, VerifierCheck, decide, out_of_budget, retrieval_value, verifier_needed
 from .state import update_belief
 from .types import VERIFIER_NAMES, Action, Belief, BeliefResult, Decision, Diagnostics, Step
@@ -143,9 +144,9 @@ class BeliefController:
         _check_settings(calibrator, after_search, config)
         self.verifier = verifier
         self.generator = generator
-        # Built even when refinement is off: a call may turn it on (run(refine_answer="all")).
-        # Replacing ``generator`` later does not rewrap it: build a new controller instead.
-        self.refined_generator = RefinedAnswerGenerator(generator, miner)
+        check_instance("BeliefController", "miner", miner, EvidenceChainMiner, optional=True)
+        # Kept even when refinement is off: a call may turn it on (run(refine_answer="all")).
+        self.miner = miner if miner is not None else EvidenceChainMiner()
         self.writer = writer
         self.relevance = relevance
         self.calibrator = calibrator or AnswerabilityCalibrator.load()
@@ -486,8 +487,17 @@ class BeliefController:
             # that added nothing writes no log entry, and the next one is not the first.
             first = st.first_search or frozenset()
             later = tuple(pid for pid in st.workspace.ids if pid not in first)
-        refine = self.refined_generator.refined
-        return st.call(_ask("answer refiner", refine, question, passages, later, returns=list))
+        return st.call(
+            _ask(
+                "answer refiner",
+                refine_for_answer,
+                self.miner,
+                question,
+                passages,
+                later,
+                returns=list,
+            )
+        )
 
     def _verifier_check(
         self, local: Diagnostics, st: _State, config: BeliefConfig

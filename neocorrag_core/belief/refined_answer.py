@@ -28,6 +28,33 @@ REFINED_ANSWER_VERSION = "refined-answer-1"
 """Identifies how the answer's evidence is refined, for benchmark caches; bump on change."""
 
 
+def refine_for_answer(
+    miner: EvidenceChainMiner,
+    question: str,
+    passages: Sequence[Passage],
+    keep_whole: Collection[str] = (),
+) -> tuple[list[Passage], Usage]:
+    """The passages an answer generator is shown for ``passages``, and the tokens mining
+    spent: what ``miner`` keeps of them (cut to their evidence sentences), its chain block
+    (if its format writes one) as one more document after them.
+
+    Passages whose id is in ``keep_whole`` are not mined and are shown whole; the rest are
+    refined on their own. Every passage shown keeps its place in ``passages``."""
+    whole = set(keep_whole)
+    mined = [p for p in passages if p.id not in whole]
+    if not mined:
+        return list(passages), Usage()
+    result = miner.mine(question, mined)
+    kept = {p.id: p for p in result.passages}
+    shown = [kept.get(p.id, p) for p in passages if p.id in whole or p.id in kept]
+    chains = chain_document(result.chain_text, shown)
+    if chains is not None:
+        # Last, unlike the verifier's: a generator whose prompt holds as many documents as
+        # the workspace (the default budget) then cuts the block, never a passage.
+        shown.append(chains)
+    return shown, Usage(int(result.prompt_tokens), int(result.generated_tokens))
+
+
 class RefinedAnswerGenerator:
     """An answer generator that reads the NeocorRAG-refined evidence.
 
@@ -56,23 +83,9 @@ class RefinedAnswerGenerator:
     def refined(
         self, question: str, passages: Sequence[Passage], keep_whole: Collection[str] = ()
     ) -> tuple[list[Passage], Usage]:
-        """The passages the generator is shown for ``passages``, and the tokens mining spent.
-
-        Passages whose id is in ``keep_whole`` are not mined and are shown whole; the rest
-        are refined on their own. Every passage shown keeps its place in ``passages``."""
-        whole = set(keep_whole)
-        mined = [p for p in passages if p.id not in whole]
-        if not mined:
-            return list(passages), Usage()
-        result = self.miner.mine(question, mined)
-        kept = {p.id: p for p in result.passages}
-        shown = [kept.get(p.id, p) for p in passages if p.id in whole or p.id in kept]
-        chains = chain_document(result.chain_text, shown)
-        if chains is not None:
-            # Last, unlike the verifier's: a generator whose prompt holds as many documents
-            # as the workspace (the default budget) then cuts the block, never a passage.
-            shown.append(chains)
-        return shown, Usage(int(result.prompt_tokens), int(result.generated_tokens))
+        """The passages the generator is shown for ``passages``, and the tokens mining
+        spent (:func:`refine_for_answer` with this wrapper's miner)."""
+        return refine_for_answer(self.miner, question, passages, keep_whole)
 
     def answer(
         self, question: str, passages: Sequence[Passage], keep_whole: Collection[str] = ()
@@ -84,4 +97,4 @@ class RefinedAnswerGenerator:
         return draft, usage + mined
 
 
-__all__ = ["REFINED_ANSWER_VERSION", "RefinedAnswerGenerator"]
+__all__ = ["REFINED_ANSWER_VERSION", "RefinedAnswerGenerator", "refine_for_answer"]
