@@ -22,8 +22,9 @@ from neocorrag_core.prompt_budget import PromptTooLongError, TokenClipper, fit_p
 from neocorrag_core.refine import passthrough, refine_passages
 from neocorrag_core.search import naive_search_paths, search_paths, select_seeds, to_chain
 from neocorrag_core.timing import timed
-from neocorrag_core.triples import MetadataTripleSource, TripleSource
-from neocorrag_core.triples.base import check_triple_source, triples_per_passage
+from neocorrag_core.triples import TripleSource
+from neocorrag_core.triples.base import triples_per_passage
+from neocorrag_core.triples.precomputed import triple_source_or_default
 from neocorrag_core.types import EvidenceChain, MiningResult, Passage, Triple
 
 logger = logging.getLogger(__name__)
@@ -60,8 +61,7 @@ class EvidenceChainMiner:
         show_progress: bool = False,
     ) -> None:
         self.config = config or MinerConfig()
-        check_triple_source(triple_source, "EvidenceChainMiner")
-        self.triple_source: TripleSource = triple_source or MetadataTripleSource()
+        self.triple_source = triple_source_or_default(triple_source, "EvidenceChainMiner")
         self.models = LazyModels(embedder, lm, show_progress=show_progress)
         # One extractor per mode in use (a per-call ``query_entities`` override gets its
         # own, and its spaCy model loads once).

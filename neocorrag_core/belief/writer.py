@@ -35,8 +35,9 @@ from neocorrag_core.generation import chat_prompt_ids, greedy_generate
 from neocorrag_core.models import LazyModels
 from neocorrag_core.prompt_budget import Clip, PromptTooLongError, fit_prompt, prompt_limit
 from neocorrag_core.structured import FrameworkLLM, framework_kind
-from neocorrag_core.triples import MetadataTripleSource, TripleSource
+from neocorrag_core.triples import TripleSource
 from neocorrag_core.triples.base import triples_per_passage
+from neocorrag_core.triples.precomputed import triple_source_or_default
 from neocorrag_core.types import Passage, Triple
 from neocorrag_core.validation import check_int
 
@@ -246,7 +247,7 @@ class LMQueryWriter:
         ):
             check_int("LMQueryWriter", name, value, minimum=1)
         self.budget = budget or PromptBudget()
-        self.triple_source: TripleSource = triple_source or MetadataTripleSource()
+        self.triple_source = triple_source_or_default(triple_source, "LMQueryWriter")
         self.max_queries = max_queries
         self.max_query_tokens = max_query_tokens
         self.max_query_words = max_query_words

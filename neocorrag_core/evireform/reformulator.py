@@ -31,8 +31,9 @@ from neocorrag_core.search_calls import (
     gather_all_or_cancel,
 )
 from neocorrag_core.timing import timed
-from neocorrag_core.triples import MetadataTripleSource, TripleSource
-from neocorrag_core.triples.base import check_triple_source, triples_per_passage
+from neocorrag_core.triples import TripleSource
+from neocorrag_core.triples.base import triples_per_passage
+from neocorrag_core.triples.precomputed import triple_source_or_default
 from neocorrag_core.types import Passage
 
 from .config import ReformulationConfig
@@ -145,8 +146,7 @@ class EvidenceReformulator:
         show_progress: bool = False,
     ) -> None:
         self.config = config or ReformulationConfig()
-        check_triple_source(triple_source, "EvidenceReformulator")
-        self.triple_source: TripleSource = triple_source or MetadataTripleSource()
+        self.triple_source = triple_source_or_default(triple_source, "EvidenceReformulator")
         self.models = models or LazyModels(embedder, lm, show_progress=show_progress)
 
     # ------------------------------------------------------------------ drivers

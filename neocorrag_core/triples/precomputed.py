@@ -11,7 +11,12 @@ from typing import Any
 
 from neocorrag_core.errors import InputError
 from neocorrag_core.formats import read_json_or_lines
-from neocorrag_core.triples.base import parse_triple, parse_triples
+from neocorrag_core.triples.base import (
+    TripleSource,
+    check_triple_source,
+    parse_triple,
+    parse_triples,
+)
 from neocorrag_core.types import Passage, Triple
 
 logger = logging.getLogger(__name__)
@@ -40,6 +45,17 @@ class MetadataTripleSource:
             parse_triples(_decoded(p.metadata.get(self.key), p.id, origin), p.id, origin=origin)
             for p in passages
         ]
+
+
+def triple_source_or_default(source: TripleSource | None, owner: str) -> TripleSource:
+    """``source`` checked (:func:`check_triple_source`), or a
+    :class:`~neocorrag_core.triples.MetadataTripleSource` when it is ``None``.
+
+    Only ``None`` means "not given": a source that is falsy because it is empty (an
+    ``OpenIETripleSource`` loaded from a file with no triples has ``len() == 0``) is
+    the user's choice and is kept, not silently swapped for the metadata source."""
+    check_triple_source(source, owner)
+    return MetadataTripleSource() if source is None else source
 
 
 def has_metadata_triples(passage: Passage, key: str = METADATA_KEY) -> bool:

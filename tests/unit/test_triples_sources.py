@@ -149,3 +149,38 @@ def test_chained_source_takes_first_non_empty():
 def test_openie_records_of_the_wrong_shape_are_an_input_error():
     with pytest.raises(InputError, match="does not look like HippoRAG OpenIE output"):
         OpenIETripleSource.from_records({"doc": []})
+
+
+def test_an_empty_source_is_kept_not_swapped_for_the_metadata_source():
+    """Only ``None`` means "not given": an OpenIE source with no triples is falsy (its
+    ``len`` is 0) but is still the user's source, so the passages' metadata triples must
+    not be read instead."""
+    from neocorrag_core import EvidenceChainMiner
+    from neocorrag_core.belief.writer import LMQueryWriter
+    from neocorrag_core.evireform import EvidenceReformulator
+
+    empty = OpenIETripleSource({})
+    assert len(empty) == 0
+    owners = [
+        EvidenceChainMiner(triple_source=empty),
+        EvidenceReformulator(triple_source=empty),
+        LMQueryWriter(triple_source=empty),
+    ]
+    assert all(owner.triple_source is empty for owner in owners)
+    passage = Passage(
+        id="p1", text="Paris is in France.", metadata={"triples": [["Paris", "in", "France"]]}
+    )
+    result = owners[0].mine("Where is Paris?", [passage])
+    assert result.fallback == "no_triples"
+    assert all(
+        isinstance(o.triple_source, MetadataTripleSource)
+        for o in (EvidenceChainMiner(), EvidenceReformulator(), LMQueryWriter())
+    )
+
+
+def test_the_query_writer_rejects_a_wrong_triple_source():
+    from neocorrag_core.belief.writer import LMQueryWriter
+    from neocorrag_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="LMQueryWriter: triple_source must be a TripleSource"):
+        LMQueryWriter(triple_source={"not": "a source"})
