@@ -42,14 +42,14 @@ _POSITIVE_INTS = (
     "max_prompt_tokens",
 )
 
-KEEP_MODES: dict[str, tuple[int, bool, bool, bool, float | None]] = {
-    "recall": (2, False, True, True, 0.6),
-    "balanced": (1, False, True, True, None),
-    "precise": (1, False, False, True, None),
-    "paper": (2, True, False, False, None),
+KEEP_MODES: dict[str, tuple[int, bool, bool, bool]] = {
+    "recall": (2, False, True, True),
+    "balanced": (1, False, True, True),
+    "precise": (1, False, False, True),
+    "paper": (2, True, False, False),
 }
 """Keep mode -> (default top_n, keep chain-cited passages, keep query-entity passages, keep
-bridge passages, default relevance floor). The operating points each mode
+bridge passages). The operating points each mode
 reached on the dev split are in docs/benchmarks.md ("Refinement that keeps the evidence")."""
 
 
@@ -132,16 +132,6 @@ class MinerConfig:
             mode's (Table 5: 2).
         chain_support: keep the passages a chosen chain cites; ``None`` (default) = the
             keep mode's (only ``"paper"``).
-        relevance_floor: a passage the keep mode would drop is kept anyway (reason
-            ``"relevant"``, handed on whole) when the embedder's cosine between the
-            question and the passage (:func:`~neocorrag_core.models.embedder.passage_text`)
-            is at least this; ``None`` (default) = the keep mode's (0.6 for ``"recall"``,
-            none for the others), ``"off"`` = no floor. The link rules see entities, not
-            meaning: a passage close to the question in wording can share no entity with
-            the anchors. 0.6 was chosen on the tune halves of the six dev sets (of 0.55 /
-            0.6 / 0.65 / 0.7, the most gold passages kept for at most 1.5 points of
-            pooled noise cut: +2 of the 21 the links lost, both on HotpotQA dev, for 0.9
-            points of cut; docs/benchmarks.md, "A relevance floor").
         filter_passages: ``False`` is the ablation "w/o Document Filtering" (Table 2):
             every passage is kept (marked passthrough) and the chains are still added.
         passage_focus: ``"all"`` (default since ``miner-6``) cuts every kept passage to
@@ -235,7 +225,6 @@ class MinerConfig:
     chain_support: bool | None = None
     filter_passages: bool = True
     passage_focus: PassageFocus = "all"
-    relevance_floor: float | Literal["off"] | None = None
 
     chain_format: ChainFormat = "none"
     max_chain_lines: int | None = 2
@@ -256,10 +245,6 @@ class MinerConfig:
         for name in _POSITIVE_INTS:
             check_int(owner, name, getattr(self, name), minimum=1)
         check_int(owner, "top_n", self.top_n, minimum=0, optional=True)
-        if self.relevance_floor != "off":
-            check_number(
-                owner, "relevance_floor", self.relevance_floor, low=-1.0, high=1.0, optional=True
-            )
         check_int(owner, "max_chain_lines", self.max_chain_lines, minimum=1, optional=True)
         for name in ("include_passages_in_prompt", "filter_passages"):
             check_bool(owner, name, getattr(self, name))
@@ -286,17 +271,8 @@ class MinerConfig:
     def keeps_links(self) -> bool:
         """Whether the keep mode keeps passages by their links (query entity or bridge),
         which need no chain."""
-        _, _, entities, bridges, _ = KEEP_MODES[self.keep]
+        _, _, entities, bridges = KEEP_MODES[self.keep]
         return entities or bridges
-
-    @property
-    def kept_relevance_floor(self) -> float | None:
-        """``relevance_floor``, or the keep mode's when it is ``None``; ``None`` when off."""
-        if self.relevance_floor == "off":
-            return None
-        if self.relevance_floor is None:
-            return KEEP_MODES[self.keep][4]
-        return float(self.relevance_floor)
 
     def with_overrides(self, **changes: Any) -> MinerConfig:
         """A copy with some fields changed (validated like the original)."""

@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.diagnosis import loss_stages
 from neocorrag_core.entities import QueryEntityExtractor
@@ -20,7 +18,6 @@ from neocorrag_core.generation import text_token_ids
 from neocorrag_core.graph import EvidenceGraph
 from neocorrag_core.links import is_comparison, link_passages
 from neocorrag_core.models import LazyModels
-from neocorrag_core.models.embedder import passage_text
 from neocorrag_core.prompt_budget import PromptTooLongError, TokenClipper, fit_prompt, prompt_limit
 from neocorrag_core.refine import passthrough, refine_passages
 from neocorrag_core.search import naive_search_paths, search_paths, select_seeds, to_chain
@@ -169,7 +166,6 @@ class EvidenceChainMiner:
             """Stage c on ``chains`` (none when the search or decoding found none)."""
             with timed(timings, "refine"):
                 links = link_passages(query, entities, passages, per_passage)
-                relevant = self._relevant(query_vec, passages, config.kept_relevance_floor)
                 kept, dropped = refine_passages(
                     passages,
                     chains,
@@ -178,7 +174,6 @@ class EvidenceChainMiner:
                     links=links,
                     chain_support=config.keeps_chain_sources,
                     comparison=is_comparison(query),
-                    relevant=relevant,
                 )
                 if not config.filter_passages:  # Table 2 ablation: chains added, nothing dropped
                     kept, dropped = passthrough(passages), []
@@ -239,16 +234,6 @@ class EvidenceChainMiner:
         if not chains:
             return no_chain("decoding_returned_no_chain", **cost)
         return refine(chains, config.kept_top_n, **cost)
-
-    def _relevant(
-        self, query_vec: np.ndarray, passages: list[Passage], floor: float | None
-    ) -> list[bool] | None:
-        """Per passage: is its cosine with the question at least ``floor``? ``None`` when
-        no floor is set (nothing embedded)."""
-        if floor is None:
-            return None
-        vectors = self.embedder.embed([passage_text(p) for p in passages])
-        return [bool(score >= floor) for score in vectors @ query_vec]
 
     def decoding_prompt_ids(
         self,

@@ -22,7 +22,6 @@ def refine_passages(
     links: Sequence[PassageLinks] | None = None,
     chain_support: bool | None = None,
     comparison: bool = False,
-    relevant: Sequence[bool] | None = None,
 ) -> tuple[list[KeptPassage], list[DroppedPassage]]:
     """Keep the top-N by retrieval rank, plus what the keep mode adds below that.
 
@@ -43,17 +42,12 @@ def refine_passages(
     and Y's own passages, so only the top-1, those passages and the passages they name
     are kept. Measured on the tune half of the dev split, this lost no gold passage and
     cut 5-7 more points of the noise on HotpotQA and 2Wiki (docs/benchmarks.md).
-
-    ``relevant`` (one flag per passage, from the miner's relevance floor) keeps a passage
-    that no other reason keeps, in every mode, the comparison rule included.
     """
-    _, use_chains, use_entities, use_bridges, _ = KEEP_MODES[keep]
+    _, use_chains, use_entities, use_bridges = KEEP_MODES[keep]
     if chain_support is not None:
         use_chains = chain_support
     if (use_entities or use_bridges) and (links is None or len(links) != len(passages)):
         raise ValueError(f"keep={keep!r} needs links for every passage (link_passages)")
-    if relevant is not None and len(relevant) != len(passages):
-        raise ValueError("relevant must hold one flag per passage")
     compared = comparison and use_entities and sum(link.titled for link in links or ()) >= 2
     supporters: dict[str, list[int]] = {}
     for chain_index, chain in enumerate(chains):
@@ -82,8 +76,6 @@ def refine_passages(
             reason = KeepReason.QUERY_ENTITY
         elif use_bridges and link is not None and link.bridge:
             reason = KeepReason.BRIDGE
-        if reason is None and relevant is not None and relevant[rank - 1]:
-            reason = KeepReason.RELEVANT
         if reason is None:
             dropped.append(DroppedPassage(passage, rank))
         else:

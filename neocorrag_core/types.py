@@ -107,9 +107,6 @@ class KeepReason(str, Enum):
     BRIDGE = "bridge"
     """Lower-ranked and in no chosen chain, but linked to the best-ranked or a
     query-entity passage (a shared entity, or that passage names its topic)."""
-    RELEVANT = "relevant"
-    """Lower-ranked and unlinked, but close to the question by embedding cosine
-    (``MinerConfig.relevance_floor``)."""
     PASSTHROUGH = "passthrough"
     """The engine found nothing to filter with, so the input went through unchanged."""
 
@@ -158,8 +155,6 @@ class KeptPassage:
             return "about an entity the question names"
         if self.reason is KeepReason.BRIDGE:
             return "linked to a passage about the question (shared entity or named topic)"
-        if self.reason is KeepReason.RELEVANT:
-            return "close to the question by embedding similarity (relevance floor)"
         return "passed through unchanged (no filtering evidence)"
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 # --- written by NeocorRAGCompressor / NeocorRAGPostprocessor
 KEPT_REASON = "neocorrag_kept_reason"
-"""Why a document was kept: ``"top_n"``, ``"chain"``, ``"query_entity"``, ``"bridge"``,
-``"relevant"`` or ``"passthrough"`` (:class:`neocorrag_core.KeepReason`)."""
+"""Why a document was kept: ``"top_n"``, ``"chain"``, ``"query_entity"``, ``"bridge"`` or
+``"passthrough"`` (:class:`neocorrag_core.KeepReason`)."""
 RETRIEVAL_RANK = "neocorrag_retrieval_rank"
 """1-based position of the document in the input (retrieval order)."""
 CHAIN_IDS = "neocorrag_chain_ids"

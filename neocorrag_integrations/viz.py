@@ -28,7 +28,6 @@ STATUS_COLORS = {
     "top_n": "#64b5f6",
     "query_entity": "#ffb74d",
     "bridge": "#ba68c8",
-    "relevant": "#4db6ac",
     "passthrough": "#90a4ae",
     "dropped": "#bdbdbd",
 }
@@ -37,7 +36,6 @@ STATUS_LABELS = {
     "top_n": "kept: top-N by retrieval rank",
     "query_entity": "kept: about a query entity",
     "bridge": "kept: linked to a passage about the question",
-    "relevant": "kept: close to the question (relevance floor)",
     "passthrough": "kept: passed through (nothing to filter with)",
     "dropped": "dropped",
 }

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from neocorrag_core.models import LazyModels
-from neocorrag_core.models.embedder import passage_text
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import check_int, check_number
 
@@ -24,6 +23,7 @@ DEFAULT_CENTER = 0.45
 0.44; 0.45 is what every shipped calibrator file was collected with, so it stays)."""
 DEFAULT_SCALE = 0.14
 """Cosine distance over which the relevance moves by one logit."""
+MAX_PASSAGE_CHARS = 2000
 
 
 def cosine_to_relevance(
@@ -38,6 +38,12 @@ def cosine_to_relevance(
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
     return e / (1.0 + e)
+
+
+def passage_text(passage: Passage) -> str:
+    """What is embedded for a passage: title line, then text (cut to 2,000 characters)."""
+    text = f"{passage.title}\n{passage.text}" if passage.title.strip() else passage.text
+    return text[:MAX_PASSAGE_CHARS]
 
 
 class EmbeddingRelevance:

@@ -100,7 +100,7 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
 """The miner's per-method config overrides."""
 
 
-MINER_OUTPUT_VERSION = "miner-9"
+MINER_OUTPUT_VERSION = "miner-8"
 """Bumped when a default of the miner changes what it hands the reader (a keep rule, the
 chain block), so the cached records of every miner method rerun; a new setting that is
 off by default needs no bump. ``miner-1``: the compact chain block; ``miner-2``: Latin
@@ -111,8 +111,7 @@ accents folded in entity keys, link keep rules applied when no chain is found;
 (``passage_focus="linked"``) by default; ``miner-6``: every kept passage cut
 (``passage_focus="all"``) by default; ``miner-7``: at most two chain lines
 (``max_chain_lines=2``) by default; ``miner-8``: no chain block (``chain_format="none"``)
-by default; ``miner-9``: ``keep="recall"`` keeps passages whose cosine with the question is
-at least 0.6 (``relevance_floor``)."""
+by default."""
 
 
 FREE_DECODING_VERSION = "free-decoding-2"

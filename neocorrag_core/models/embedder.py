@@ -5,28 +5,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from neocorrag_core.types import Passage
-
 EncodeFn = Callable[[list[str]], Any]
 """A batch encode function: texts in, an (n, d) array (or nested lists) out."""
-
-
-MAX_PASSAGE_CHARS = 2000
-"""Characters of a passage that :func:`passage_text` hands the embedder (MiniLM reads
-256 word pieces; more text only costs tokenizer time)."""
-
-
-def passage_text(passage: Passage) -> str:
-    """What is embedded for a passage: title line, then text (cut to 2,000 characters).
-    The one format used wherever a passage is compared with a question by cosine (the
-    miner's relevance floor, BeliefRAG's relevance diagnostic)."""
-    text = f"{passage.title}\n{passage.text}" if passage.title.strip() else passage.text
-    return text[:MAX_PASSAGE_CHARS]
 
 
 class EmbedderCacheInfo(NamedTuple):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from neocorrag_core.config import KEEP_MODES, MinerConfig
-from neocorrag_core.errors import ConfigError
 from neocorrag_core.links import (
     PassageLinks,
     is_comparison,
@@ -230,41 +229,3 @@ def test_a_comparison_with_one_titled_passage_keeps_the_usual_rules():
     links = link_passages(MAGAZINE_QUERY, MAGAZINE_ENTITIES, MAGAZINES[:2], MAGAZINE_TRIPLES[:2])
     kept, _ = refine_passages(MAGAZINES[:2], [], 2, keep="recall", links=links, comparison=True)
     assert [k.passage.id for k in kept] == ["m1", "m2"]
-
-
-@pytest.mark.parametrize("keep", ["recall", "precise", "paper"])
-def test_a_relevant_flag_keeps_what_no_other_rule_keeps_and_never_relabels(keep):
-    # p1 (top-1) and p6 (no link, no chain) are flagged relevant: p6 is kept as
-    # "relevant" in every mode, p1 keeps its own reason; the other passages are unchanged.
-    relevant = [True, False, False, False, False, True]
-    top_n = KEEP_MODES[keep][0]
-    plain, _ = refine_passages(PASSAGES, CHAINS, top_n, keep=keep, links=LINKS)
-    kept, dropped = refine_passages(
-        PASSAGES, CHAINS, top_n, keep=keep, links=LINKS, relevant=relevant
-    )
-    expected = {k.passage.id: k.reason for k in plain} | {"p6": KeepReason.RELEVANT}
-    assert {k.passage.id: k.reason for k in kept} == expected
-    assert [k.passage.id for k in kept] == sorted(expected)  # retrieval order
-    assert "p6" not in {d.passage.id for d in dropped}
-    with pytest.raises(ValueError, match="one flag per passage"):
-        refine_passages(PASSAGES, CHAINS, top_n, keep=keep, links=LINKS, relevant=[True])
-
-
-def test_a_relevant_passage_is_kept_by_the_comparison_rule_too():
-    links = link_passages(MAGAZINE_QUERY, MAGAZINE_ENTITIES, MAGAZINES, MAGAZINE_TRIPLES)
-    relevant = [False, False, False, False, True, False]  # m5, which the comparison rule drops
-    kept, _ = refine_passages(
-        MAGAZINES, [], 2, keep="recall", links=links, comparison=True, relevant=relevant
-    )
-    assert [(k.passage.id, k.reason.value) for k in kept][-1] == ("m5", "relevant")
-    assert [k.passage.id for k in kept] == ["m1", "m3", "m4", "m5"]
-
-
-def test_the_relevance_floor_is_the_keep_modes_unless_set():
-    assert MinerConfig().kept_relevance_floor == 0.6  # keep="recall"
-    for keep in ("balanced", "precise", "paper"):
-        assert MinerConfig(keep=keep).kept_relevance_floor is None
-    assert MinerConfig(relevance_floor="off").kept_relevance_floor is None
-    assert MinerConfig(keep="paper", relevance_floor=0.7).kept_relevance_floor == 0.7
-    with pytest.raises(ConfigError, match="relevance_floor"):
-        MinerConfig(relevance_floor=float("nan"))

@@ -293,24 +293,3 @@ def test_a_malformed_triple_object_in_metadata_is_skipped_not_a_crash():
     result = miner_for("none").mine(QUERY, passages)
     assert result.context  # mined as if the bad item were not there
     assert not any(t.object is None for chain in result.chains for t in chain.triples)
-
-
-def test_the_relevance_floor_keeps_an_unlinked_passage_close_to_the_question():
-    # p5 restates the question but shares no entity with p1 or p2 (its triple is about
-    # Berlin), so the link rules drop it; its cosine with the question is near 1, p3's and
-    # p4's near 0 ("passage p3"), so only p5 passes a floor of 0.5.
-    passages = [replace(p, text=QUERY) if p.id == "p5" else p for p in make_passages()]
-    without = miner_for("none", keep="recall", relevance_floor="off").mine(QUERY, passages)
-    assert "p5" in {d.passage.id for d in without.dropped}
-    result = miner_for("none", keep="recall", relevance_floor=0.5).mine(QUERY, passages)
-    kept = {k.passage.id: k.reason for k in result.kept}
-    assert kept == {"p1": KeepReason.TOP_N, "p2": KeepReason.TOP_N, "p5": KeepReason.RELEVANT}
-    assert {d.passage.id for d in result.dropped} == {"p3", "p4"}
-    assert result.kept[-1].explain().startswith("close to the question")
-    # A floor above every cosine keeps nothing more; it is validated like the other fields.
-    high = miner_for("none", keep="recall", relevance_floor=1.0).mine(QUERY, passages)
-    assert [k.passage.id for k in high.kept] == ["p1", "p2"]
-    with pytest.raises(Exception, match="relevance_floor"):
-        MinerConfig(relevance_floor=1.5)
-    with pytest.raises(Exception, match="relevance_floor"):
-        MinerConfig(relevance_floor="high")
