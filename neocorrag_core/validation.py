@@ -97,7 +97,8 @@ def check_instance(
     which it must then implement)."""
     if (value is None and optional) or isinstance(value, kind):
         return
-    what = "implement" if getattr(kind, "_is_protocol", False) else "be a"
+    article = "an" if kind.__name__[:1] in "AEIOU" else "a"
+    what = "implement" if getattr(kind, "_is_protocol", False) else f"be {article}"
     hint = " or None" if optional else ""
     raise ConfigError(
         f"{_where(owner, name)} must {what} {kind.__name__}{hint}, got {type(value).__name__}"

@@ -42,7 +42,7 @@ from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
 from neocorrag_core.structured import framework_kind
 from neocorrag_core.triples import TripleSource
-from neocorrag_core.validation import check_bool, check_choice, check_int
+from neocorrag_core.validation import check_bool, check_choice, check_instance, check_int
 
 from ._common import RefinerSettings, SourceDocument, check_query, reject_owned_settings
 from ._reformulation import ModelsSource, ReformulationCall, _shared_models
@@ -202,16 +202,12 @@ class BeliefEngine:
         check_bool(owner, "chains_for_verifier", chains_for_verifier)
         if chains_decoding is not None:
             check_choice(owner, "chains_decoding", chains_decoding, ("none", "beam", "rank"))
-        for name, model in (("calibrator", calibrator), ("after_search", after_search)):
-            if model is not None and not isinstance(model, AnswerabilityCalibrator):
-                raise ConfigError(
-                    f"{owner}.{name} must be an AnswerabilityCalibrator or None, "
-                    f"got {type(model).__name__}"
-                )
-        if miner is not None and not isinstance(miner, EvidenceChainMiner):
-            raise ConfigError(
-                f"{owner}.miner must be an EvidenceChainMiner or None, got {type(miner).__name__}"
-            )
+        for name, value, kind in (
+            ("calibrator", calibrator, AnswerabilityCalibrator),
+            ("after_search", after_search, AnswerabilityCalibrator),
+            ("miner", miner, EvidenceChainMiner),
+        ):
+            check_instance(owner, name, value, kind, optional=True)
         mines = chains_for_verifier or self.config.refine_answer != "none"
         unused = {
             "miner": None if mines else miner,

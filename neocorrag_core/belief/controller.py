@@ -135,16 +135,12 @@ class BeliefController:
             ("generator", generator, AnswerGenerator),
             ("writer", writer, QueryWriter),
             ("relevance", relevance, RelevanceScorer),
+            ("miner", miner, EvidenceChainMiner),
         ):
-            if not isinstance(value, proto):
-                raise ConfigError(
-                    f"BeliefController: {name} must implement {proto.__name__}, got "
-                    f"{type(value).__name__}"
-                )
+            check_instance("BeliefController", name, value, proto, optional=name == "miner")
         _check_settings(calibrator, after_search, config)
         self.verifier = verifier
         self.generator = generator
-        check_instance("BeliefController", "miner", miner, EvidenceChainMiner, optional=True)
         # Kept even when refinement is off: a call may turn it on (run(refine_answer="all")).
         self.miner = miner if miner is not None else EvidenceChainMiner()
         self.writer = writer
