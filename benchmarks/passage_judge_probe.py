@@ -11,8 +11,10 @@ token (either case, with or without a leading space).
 Writes one JSON line per question (``qid``, ``ids``, ``gold``, ``scores``, ``prompt_tokens``;
 an existing output is resumed) and prints, for the passages that ``--kept-by`` (a method of
 the run, by default ``neocorrag-recall``) does not keep, the ROC AUC of "gold" and how many
-gold and noise passages each threshold would win back. Scratch measurement for issue 12
-(docs/benchmarks.md, "Rescuing the gold passages the links lose"); not a product stage::
+gold and noise passages each threshold would win back, for the raw score and for the score
+minus the mean score of the passages the method keeps (the question's own baseline).
+A measurement for issue 12 (docs/benchmarks.md, "Rescuing the gold passages the links
+lose"), not a product stage::
 
     python benchmarks/passage_judge_probe.py \\
         --data ../shared/data/musique/kag_musique_dev_100.json --run runs/t-musique-dev \\
@@ -45,6 +47,7 @@ INSTRUCTION = (
     "including a fact about an intermediate (bridge) entity."
 )
 THRESHOLDS = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5)
+MARGINS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)
 
 
 def _records(run: Path, method: str) -> dict[str, dict[str, Any]]:
@@ -107,20 +110,32 @@ def _auc(labels: Sequence[bool], scores: Sequence[float]) -> float:
 
 
 def summarize(out: Path, kept: dict[str, dict[str, Any]]) -> None:
-    """Print the AUC and the gold / noise won back per threshold, over the dropped passages."""
+    """Print, over the dropped passages, the AUC and the gold / noise won back per threshold,
+    for the raw score and for the score relative to the question (minus the mean score of
+    the passages the method keeps)."""
     labels: list[bool] = []
-    scores: list[float] = []
+    raw: list[float] = []
+    relative: list[float] = []
     for record in map(json.loads, out.read_text(encoding="utf-8").splitlines()):
+        if record["qid"] not in kept:
+            continue
         keep = set(kept[record["qid"]]["context_ids"])
-        for pid, score in zip(record["ids"], record["scores"], strict=True):
+        pairs = list(zip(record["ids"], record["scores"], strict=True))
+        kept_scores = [score for pid, score in pairs if pid in keep]
+        base = sum(kept_scores) / len(kept_scores) if kept_scores else 0.0
+        for pid, score in pairs:
             if pid not in keep:
                 labels.append(pid in record["gold"])
-                scores.append(score)
-    print(f"dropped passages: {len(labels)} ({sum(labels)} gold), AUC {_auc(labels, scores):.3f}")
-    for t in THRESHOLDS:
-        gold = sum(1 for y, s in zip(labels, scores, strict=True) if y and s >= t)
-        noise = sum(1 for y, s in zip(labels, scores, strict=True) if not y and s >= t)
-        print(f"  score >= {t}: +{gold} gold / +{noise} noise")
+                raw.append(score)
+                relative.append(score - base)
+    print(f"dropped passages: {len(labels)} ({sum(labels)} gold)")
+    for name, scores, cuts in (("raw", raw, THRESHOLDS), ("relative", relative, MARGINS)):
+        print(f"{name} score: AUC {_auc(labels, scores):.3f}")
+        for t in cuts:
+            pairs = list(zip(labels, scores, strict=True))
+            gold = sum(1 for y, s in pairs if y and s >= t)
+            noise = sum(1 for y, s in pairs if not y and s >= t)
+            print(f"  >= {t}: +{gold} gold / +{noise} noise")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -160,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             }
             sink.write(json.dumps(row) + "\n")
             sink.flush()
-    summarize(args.out, {q: kept[q] for q in kept if q in top})
+    summarize(args.out, kept)
 
 
 if __name__ == "__main__":
