@@ -122,6 +122,12 @@ def _format_seconds(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
+def _gold_ids(item: dict[str, Any]) -> set[str]:
+    """The ids of a demo question's supporting paragraphs, as the ``Passage`` ids they get
+    (strings: a data file may give numbers)."""
+    return {str(p["id"]) for p in item["paragraphs"] if p.get("is_supporting")}
+
+
 def print_result(
     index: int,
     total: int,
@@ -132,7 +138,7 @@ def print_result(
     out: Any = None,
 ) -> None:
     """Show one question's run: retrieval, chains, what was kept or dropped and why, timings."""
-    gold = {p["id"] for p in item["paragraphs"] if p.get("is_supporting")}
+    gold = _gold_ids(item)
 
     def mark(passage: Passage) -> str:
         return " [gold]" if passage.id in gold else ""
@@ -241,7 +247,7 @@ def run_demo(args: argparse.Namespace) -> int:
         retrieved = dense_top_k(miner.embedder, item["question"], passages, args.top_k)
         result = miner.mine(item["question"], retrieved)
         print_result(i, len(questions), item, retrieved, result, config.decoding)
-        gold = {p["id"] for p in item["paragraphs"] if p.get("is_supporting")}
+        gold = _gold_ids(item)
         retrieved_gold += len(gold & {p.id for p in retrieved})
         kept_gold += len(gold & {p.id for p in result.passages})
         retrieved_total += len(retrieved)
@@ -355,19 +361,31 @@ def add_eval_parser(sub: Any) -> None:
         "--methods",
         nargs="+",
         default=list(DEFAULT_METHODS),
-        help="methods to compare (space or comma separated; default: every refinement "
-        "method; the EviReform methods evireform, evireform-lm, evireform-rounds2, "
+        help="methods to compare (space or comma separated; default: "
+        + " ".join(DEFAULT_METHODS)
+        + "; every method is listed above; the EviReform methods evireform, "
+        "evireform-lm, evireform-rounds2, "
         "evireform-repeat, evireform-rerank and evireform-neocorrag run when named, best "
         "with --pool corpus)",
     )
-    ev.add_argument("--top-k", type=at_least_one, default=5, help="passages retrieved per question")
-    ev.add_argument("--pool", choices=["per-question", "corpus"], default="per-question")
+    ev.add_argument(
+        "--top-k", type=at_least_one, default=5, help="passages retrieved per question (default: 5)"
+    )
+    ev.add_argument(
+        "--pool",
+        choices=["per-question", "corpus"],
+        default="per-question",
+        help="retrieve from each question's own passages or from one corpus (default: "
+        "per-question)",
+    )
     ev.add_argument(
         "--corpus",
         default=None,
         help="corpus file for --pool corpus (default: the union of every question's passages)",
     )
-    ev.add_argument("--retriever", choices=["dense", "bm25"], default="dense")
+    ev.add_argument(
+        "--retriever", choices=["dense", "bm25"], default="dense", help="(default: dense)"
+    )
     ev.add_argument(
         "--reader",
         default="default",

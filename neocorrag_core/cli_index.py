@@ -68,6 +68,7 @@ def run_index(args: argparse.Namespace) -> int:
     a second run waits for the first, then extracts only what the first left undone.
     """
     from neocorrag_core.corpus import open_corpus
+    from neocorrag_core.models.lm_loading import check_lm_path
     from neocorrag_core.triples.spacy_extractor import check_spacy_pipeline
     from neocorrag_core.triples.store import TripleStore
 
@@ -75,6 +76,8 @@ def run_index(args: argparse.Namespace) -> int:
     corpus = open_corpus(args.corpus, limit=args.limit)  # format errors before anything runs
     if args.extractor == "spacy" and args.spacy_model:
         check_spacy_pipeline(args.spacy_model)  # a typo must not leave an empty store
+    if args.extractor == "llm" and args.lm:
+        check_lm_path(args.lm)  # the same for a model folder that is not there
     engine = _make_engine(args)
     store = TripleStore(args.store)
     if not store.read_only:  # a read-only store is only checked: success, or one error line

@@ -97,11 +97,19 @@ def run_store_import(args: argparse.Namespace) -> int:
     if args.file != "-":
         # Checked before the store is opened: a failed import must not leave an empty store.
         check_export_file(args.file)
-    with TripleStore(args.store) as store:
-        if args.file == "-":
-            report = store.import_jsonl(sys.stdin)
-        else:
-            report = store.import_jsonl(args.file, show_progress=not args.quiet)
+    # stdin cannot be read ahead and replayed, so a store this import created is removed
+    # again when the stream turns out not to be an export.
+    created = not Path(args.store).expanduser().exists()
+    try:
+        with TripleStore(args.store) as store:
+            if args.file == "-":
+                report = store.import_jsonl(sys.stdin)
+            else:
+                report = store.import_jsonl(args.file, show_progress=not args.quiet)
+    except InputError:
+        if created:
+            _remove_store_files(Path(args.store).expanduser())
+        raise
     skipped = f", {report.invalid} invalid line(s) skipped" if report.invalid else ""
     print(
         f"imported {report.imported} entries ({report.triples_written} triples) into "
@@ -109,6 +117,12 @@ def run_store_import(args: argparse.Namespace) -> int:
         f"document id link(s) added{skipped}"
     )
     return 0
+
+
+def _remove_store_files(path: Path) -> None:
+    """Delete a store file and the journal files SQLite may keep beside it."""
+    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        name.unlink(missing_ok=True)
 
 
 def _read_ids(path: str) -> list[str]:

@@ -134,6 +134,9 @@ def _from_hotpotqa(rows: list[Any], origin: str) -> Iterator[tuple[str, str]]:
             yield _UNREADABLE  # a row that is no object, or a context of another shape
         elif isinstance(context, dict):  # columnar: {"title": [...], "sentences": [[...]]}
             titles, sentences = context.get("title") or [], context.get("sentences") or []
+            if not isinstance(titles, list) or not isinstance(sentences, list):
+                yield _UNREADABLE
+                continue
             yield from ((str(t), _text(s)) for t, s in zip(titles, sentences, strict=False))
             yield from [_UNREADABLE] * abs(len(titles) - len(sentences))  # unpaired
         elif isinstance(context, list):  # [[title, [sentences]], ...]; 2Wiki rows may lack it

@@ -97,6 +97,19 @@ def read_json_or_lines(path: str | Path, *, what: str = "data file") -> Any:
     return rows
 
 
+def json_type_name(value: Any) -> str:
+    """What a parsed JSON value is called in JSON (``null``, ``number``, ...), for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
 def detect_format(data: Any, *, origin: str = "data") -> tuple[str, Any]:
     """``(format, content)`` of parsed data: the format's name and its rows (or mapping).
 
@@ -114,7 +127,7 @@ def detect_format(data: Any, *, origin: str = "data") -> tuple[str, Any]:
             return "title_sentences", data
         raise DataFormatError(_unknown(origin, f"a JSON object with keys {sorted(data)[:6]}"))
     if not isinstance(data, list):
-        raise DataFormatError(_unknown(origin, f"a JSON {type(data).__name__}"))
+        raise DataFormatError(_unknown(origin, f"a JSON {json_type_name(data)}"))
     rows = [row for row in data[:_SCANNED_ROWS] if isinstance(row, Mapping)]
     if not rows:
         what = "an empty list" if not data else "a list without JSON objects"
@@ -152,5 +165,6 @@ __all__ = [
     "QUESTION_FORMATS",
     "DataFormatError",
     "detect_format",
+    "json_type_name",
     "read_json_or_lines",
 ]

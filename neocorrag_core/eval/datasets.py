@@ -233,7 +233,9 @@ def _supporting_titles(value: Any) -> set[str]:
     """Titles named in ``supporting_facts``: a list of [title, sent_id] or a columnar dict."""
     if isinstance(value, Mapping):
         titles = value.get("title")
-        return {normalize_text(t) for t in titles if isinstance(t, str)} if titles else set()
+        if not isinstance(titles, list):  # a malformed row: no supporting title read
+            return set()
+        return {normalize_text(t) for t in titles if isinstance(t, str)}
     if isinstance(value, list):
         return {
             normalize_text(item[0])
@@ -247,7 +249,9 @@ def _context_pairs(context: Any) -> list[tuple[str, str]]:
     """(title, text) pairs from a HotpotQA context: list of [title, sentences] or columnar."""
     pairs: list[tuple[str, str]] = []
     if isinstance(context, Mapping):
-        titles, sentences = context.get("title") or [], context.get("sentences") or []
+        titles, sentences = context.get("title"), context.get("sentences")
+        if not isinstance(titles, list) or not isinstance(sentences, list):
+            return pairs  # a malformed row: no passage, so it is skipped as unusable
         for title, sents in zip(titles, sentences, strict=False):
             if isinstance(title, str):
                 pairs.append((title, join_sentences(sents)))

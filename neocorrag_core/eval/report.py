@@ -67,6 +67,8 @@ def cost_table(results: dict[str, Any]) -> str:
 def comparison_table(results: dict[str, Any]) -> str:
     """Markdown table: paired bootstrap 95% intervals of differences against 'none'."""
     if not results["comparisons"]:
+        if "none" in results["methods"]:
+            return "_No comparison: the baseline `none` was the only method run._"
         return "_No comparison: the baseline `none` was not run._"
     rows = [
         "| method | ΔF1 (pt) | ΔEM (pt) | ΔRecall (pt) | ΔChain (pt) | ΔAID (passages) |",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import resource
 import sys
 import time
@@ -90,7 +91,9 @@ class EvalSettings:
         known = available_methods()
         unknown = [m for m in self.methods if m not in known]
         if unknown:
-            raise ValueError(f"unknown method(s): {', '.join(unknown)}")
+            raise ValueError(
+                f"unknown method(s): {', '.join(unknown)}; the methods are: {', '.join(known)}"
+            )
         if not self.methods:
             raise ValueError("give at least one method")
         if self.limit is not None and self.limit < 1:
@@ -101,6 +104,8 @@ class EvalSettings:
             raise ValueError(f"--split must be one of {', '.join(SPLITS)}, got {self.split!r}")
         if self.pool not in POOLS:
             raise ValueError(f"--pool must be one of {', '.join(POOLS)}, got {self.pool!r}")
+        if self.corpus is not None and self.pool != "corpus":
+            raise ValueError("--corpus is what --pool corpus retrieves from: add --pool corpus")
         if self.retriever not in RETRIEVERS:
             raise ValueError(
                 f"--retriever must be one of {', '.join(RETRIEVERS)}, got {self.retriever!r}"
@@ -111,6 +116,10 @@ class EvalSettings:
             raise ValueError(f"--bootstrap must be >= 1, got {self.bootstrap}")
         if self.seed < 0:
             raise ValueError(f"--seed must be >= 0, got {self.seed}")
+        threshold = self.embeddings_threshold
+        if not isinstance(threshold, (int, float)) or not -1.0 <= threshold <= 1.0:
+            # A cosine bound; NaN fails this too (and would not round-trip through run.json).
+            raise ValueError(f"--embeddings-threshold must be in [-1, 1], got {threshold!r}")
         # Methods that answer by themselves: the run's reader never reads their context.
         answering = [m for m in self.methods if known[m].answers]
         if answering:
@@ -221,6 +230,9 @@ class ResultCache:
                     except json.JSONDecodeError:
                         logger.warning("ignoring a torn line in %s", path)
                         continue
+                    if not isinstance(record, dict) or not isinstance(record.get("qid"), str):
+                        logger.warning("ignoring a line that is not a cached record in %s", path)
+                        continue
                     found[record["qid"]] = record
             self.records[method] = found
         return self.records[method]
@@ -264,10 +276,20 @@ def check_signature(out: Path, settings: EvalSettings) -> bool:
     """Refuse to mix caches of different settings: compare with ``out/run.json``. Returns
     whether there is none yet; :func:`write_signature` writes it once the run's models and
     methods are built, so a setting that fails to build (a typo) leaves nothing behind."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder; name a folder (new or a run's)")
+    parent = next((p for p in (out, *out.parents) if p.exists()), None)
+    if parent is not None and not os.access(parent, os.W_OK):
+        raise ValueError(f"--out {out}: cannot write under {parent}; choose a writable folder")
     path = out / "run.json"
     wanted = settings.signature()
     if path.is_file():
         stored = read_json_or_lines(path, what="eval settings file")
+        if not isinstance(stored, dict):
+            raise ValueError(
+                f"{path} is not an eval settings file (a JSON object); use another --out, or "
+                "delete the folder to start over"
+            )
         # A setting an older run.json lacks had its default there (see _stored).
         changed = sorted(
             (k, _stored(stored, k), v)
@@ -684,7 +706,8 @@ def run_evaluation(
         examples, load_report = load_qa(settings.data)
         examples = in_split(examples, settings.split)[: settings.limit]  # type: ignore[arg-type]
     if not examples:
-        raise ValueError(f"{settings.data}: no usable question ({load_report.summary()})")
+        half = f"; none of them in the {settings.split} half" if settings.split else ""
+        raise ValueError(f"{settings.data}: no usable question ({load_report.summary()}{half})")
     unsigned = check_signature(out, settings)
     cache = ResultCache(out / "cache")
     versions = method_versions(

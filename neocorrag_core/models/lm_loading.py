@@ -83,12 +83,7 @@ def resolve_lm(
         if not isinstance(text, str) or not text.strip():
             raise TypeError(f"Empty or non-text model path {spec!r}. {_LM_SPEC_HELP}.")
         local = Path(text).expanduser()
-        if not local.exists() and (isinstance(spec, os.PathLike) or _looks_like_local_path(text)):
-            raise ModelLoadError(
-                f"No model folder at {local.absolute()}. "
-                f"Pass an existing folder, a Hugging Face model id, or a loaded (model, tokenizer) "
-                f"tuple. {_LM_SPEC_HELP}."
-            )
+        check_lm_path(spec)
         model, tokenizer = _load_hf_folder(
             local if local.exists() else text,
             dtype=target,
@@ -100,6 +95,26 @@ def resolve_lm(
             model, reason = _avoid_emulated_half(model)
         return _finish_lm(model, tokenizer, text, copy_tokenizer=False, reason=reason)
     raise TypeError(f"Cannot use an object of type {type(spec).__name__} as LM. {_LM_SPEC_HELP}.")
+
+
+def check_lm_path(spec: Any) -> None:
+    """Raise :class:`ModelLoadError` when ``spec`` is a path (or reads as one) to a folder that
+    does not exist; anything else passes. Cheap: for callers that must fail before they
+    create something (a store) on a typo, without loading the model."""
+    if spec is None or (isinstance(spec, str) and spec in BUNDLED_LMS):
+        return
+    if not isinstance(spec, (str, os.PathLike)):
+        return
+    text = os.fspath(spec)
+    if not isinstance(text, str) or not text.strip():
+        return
+    local = Path(text).expanduser()
+    if not local.exists() and (isinstance(spec, os.PathLike) or _looks_like_local_path(text)):
+        raise ModelLoadError(
+            f"No model folder at {local.absolute()}. "
+            f"Pass an existing folder, a Hugging Face model id, or a loaded (model, tokenizer) "
+            f"tuple. {_LM_SPEC_HELP}."
+        )
 
 
 def _check_model_and_tokenizer(model: Any, tokenizer: Any) -> None:

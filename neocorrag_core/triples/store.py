@@ -44,6 +44,7 @@ from neocorrag_core.triples.keys import text_sha256 as text_sha256
 from neocorrag_core.triples.store_jsonl import ImportReport as ImportReport
 from neocorrag_core.triples.store_schema import SCHEMA_VERSION as SCHEMA_VERSION
 from neocorrag_core.triples.store_schema import (
+    SQLITE_MAGIC,
     can_upgrade,
     create_tables,
     insert_entry,
@@ -55,8 +56,6 @@ from neocorrag_core.triples.store_schema import (
 from neocorrag_core.types import Passage, Triple
 
 logger = logging.getLogger(__name__)
-
-_SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite 3 database
 
 
 def default_store_path() -> Path:
@@ -167,7 +166,7 @@ class TripleStore:
                 ) from None
         try:
             with open(self._file, "rb") as fh:
-                head = fh.read(len(_SQLITE_MAGIC))
+                head = fh.read(len(SQLITE_MAGIC))
         except FileNotFoundError:
             if self.read_only:
                 raise StoreError(
@@ -185,7 +184,7 @@ class TripleStore:
                 f"cannot read the triple store {self.path}: {exc.strerror or exc}; check its "
                 "permissions, or point NEOCORRAG_CACHE / --store elsewhere"
             ) from None
-        if head and head != _SQLITE_MAGIC:
+        if head and head != SQLITE_MAGIC:
             raise StoreError(self._damaged("it is not an SQLite database"))
 
     def _set_wal(self) -> None:

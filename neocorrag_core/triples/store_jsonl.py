@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, TextIO
 from neocorrag_core.errors import ConfigError, InputError, StoreError
 from neocorrag_core.triples.extractor import clean_triples
 from neocorrag_core.triples.keys import ExtractorKey
-from neocorrag_core.triples.store_schema import SCHEMA_VERSION, insert_entry, key_filter
+from neocorrag_core.triples.store_schema import (
+    SCHEMA_VERSION,
+    insert_entry,
+    is_sqlite_file,
+    key_filter,
+)
 from neocorrag_core.types import Triple
 
 if TYPE_CHECKING:
@@ -64,6 +69,13 @@ def export_jsonl(
     if not isinstance(dest, (str, os.PathLike)):
         return _export_lines(store, dest, key, show_progress)
     target = Path(dest).expanduser()
+    # An export replaces its target: never a database (the store itself, or another one
+    # named by a slip such as `store export my.sqlite`), which would be lost for good.
+    if is_sqlite_file(target):
+        raise InputError(
+            f"{target} is an SQLite database (a triple store?); an export would replace it. "
+            "Choose a new file name for the export, e.g. triples.jsonl"
+        )
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8", newline="\n") as fh:

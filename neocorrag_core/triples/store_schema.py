@@ -10,12 +10,26 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from neocorrag_core.graph import normalize_entity
 from neocorrag_core.triples.keys import ExtractorKey
 from neocorrag_core.types import Triple
 
 SCHEMA_VERSION = 2
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite 3 database."""
+
+
+def is_sqlite_file(path: Path) -> bool:
+    """Whether ``path`` is an existing file that starts like an SQLite 3 database."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
 
 SCHEMA_1_DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -135,6 +135,12 @@ def test_bundled_demo_data_passes_the_shape_check() -> None:
     assert len(cli.load_demo_questions()) >= 1
 
 
+def test_demo_gold_ids_match_passage_ids_when_the_file_gives_numbers() -> None:
+    # Passage ids are strings (str(p["id"])); gold ids given as numbers must match them.
+    item = {"paragraphs": [{"id": 1, "is_supporting": True}, {"id": "2"}, {"id": 3}]}
+    assert cli._gold_ids(item) == {"1"}
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

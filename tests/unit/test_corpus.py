@@ -158,6 +158,15 @@ def test_rows_without_text_are_counted_not_dropped_silently(tmp_path: Path) -> N
         )
     )
     assert load_corpus(columnar).skipped == 1  # title "c" has no sentences
+    columnar.write_text(
+        json.dumps(
+            [
+                {"question": "q?", "context": {"title": 5, "sentences": [["A."]]}},
+                {"question": "q?", "context": {"title": ["a"], "sentences": [["A."]]}},
+            ]
+        )
+    )
+    assert load_corpus(columnar).skipped == 1  # a context whose columns are not lists
 
 
 def test_a_limit_below_one_is_refused(tmp_path: Path) -> None:

@@ -103,6 +103,20 @@ def test_hotpot_columnar_layout_without_ids(tmp_path):
     assert len(examples[0].gold_ids) == 2 and dict(report.skipped) == {"no answer": 1}
 
 
+def test_hotpot_columnar_rows_with_fields_that_are_not_lists_are_skipped(tmp_path):
+    good = {
+        "question": "Which is older?",
+        "answer": "A",
+        "supporting_facts": {"title": ["A"], "sent_id": [0]},
+        "context": {"title": ["A", "B"], "sentences": [["A is old."], ["B."]]},
+    }
+    bad_context = good | {"context": {"title": 5, "sentences": [["a"]]}}
+    bad_facts = good | {"supporting_facts": {"title": 7}}
+    examples, report = load_qa(write(tmp_path / "c.json", [good, bad_context, bad_facts]))
+    assert [e.id for e in examples] == ["row0"] and len(examples[0].gold_ids) == 1
+    assert dict(report.skipped) == {"no context": 1, "no gold passage": 1}
+
+
 def test_2wiki_jsonl_with_gold_triples_and_rows_without_context(tmp_path):
     row = HOTPOT_ROW | {"_id": "w1", "evidences": [["A", "founded", "1900"]]}
     no_context = {"_id": "w2", "question": "q?", "answer": "a", "evidences": []}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import bag_of_words_embedder
 
-from neocorrag_core.eval.report import render_report
+from neocorrag_core.eval.report import comparison_table, render_report
 from neocorrag_core.eval.runner import EvalSettings, run_evaluation
 from neocorrag_core.models import resolve_embedder
 
@@ -170,6 +170,44 @@ def test_torn_cache_line_is_ignored(tmp_path, tiny_lm):
     done = []
     run(settings, tiny_lm, on_record=done.append)
     assert [r["qid"] for r in done] == ["q3"]
+
+
+def test_report_says_why_there_is_no_comparison():
+    only_none = {"comparisons": {}, "methods": {"none": {}}}
+    assert "the only method run" in comparison_table(only_none)
+    assert "was not run" in comparison_table({"comparisons": {}, "methods": {"top-2": {}}})
+
+
+def test_cache_lines_that_are_not_records_are_skipped(tmp_path, tiny_lm):
+    settings = settings_for(tmp_path, methods=("none",), plots=False)
+    run(settings, tiny_lm)
+    cache = Path(settings.out) / "cache" / "none.jsonl"
+    lines = cache.read_text().splitlines()
+    cache.write_text("\n".join([*lines[:2], '{"foo": 1}', "[1, 2]", ""]))
+    done = []
+    run(settings, tiny_lm, on_record=done.append)
+    assert [r["qid"] for r in done] == ["q3"]
+
+
+def test_an_out_that_is_a_file_or_a_damaged_run_json_is_refused_up_front(tmp_path):
+    settings = settings_for(tmp_path, methods=("none",), reader="none", plots=False)
+    (tmp_path / "out").write_text("not a folder")
+    with pytest.raises(ValueError, match="is a file, not a folder"):
+        run_without_reader(settings)
+    (tmp_path / "out").unlink()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "run.json").write_text("5")
+    with pytest.raises(ValueError, match="not an eval settings file"):
+        run_without_reader(settings)
+
+
+def test_an_empty_split_is_named(tmp_path):
+    settings = settings_for(tmp_path, methods=("none",), reader="none", plots=False)
+    qa = Path(settings.data)
+    rows = [row for row in json.loads(qa.read_text()) if row["id"] != "q1"]  # q1: the tune one
+    qa.write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match="none of them in the tune half"):
+        run_without_reader(EvalSettings(**{**settings.__dict__, "split": "tune"}))
 
 
 def test_resume_with_other_settings_is_refused(tmp_path, tiny_lm):
@@ -429,12 +467,21 @@ def test_a_named_lm_loads_only_when_a_method_decodes(tmp_path):
         ("seed", -1),
         ("pool", "everything"),
         ("retriever", "grep"),
+        ("embeddings_threshold", float("nan")),
+        ("embeddings_threshold", -3.0),
+        ("embeddings_threshold", 1.5),
     ],
 )
 def test_bad_numbers_and_choices_are_refused_up_front(tmp_path, option, value):
     flag = "--" + option.replace("_", "-")
     with pytest.raises(ValueError, match=f"^{flag} must be"):
         EvalSettings(data="x", out=str(tmp_path), **{option: value})
+
+
+def test_a_corpus_without_pool_corpus_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="add --pool corpus"):
+        EvalSettings(data="x", out=str(tmp_path), corpus="c.json")
+    EvalSettings(data="x", out=str(tmp_path), corpus="c.json", pool="corpus")
 
 
 def test_cli_refuses_a_bad_bootstrap_in_one_line(tmp_path, capsys):

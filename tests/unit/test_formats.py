@@ -54,5 +54,9 @@ def test_formats_are_recognised(data, name):
 def test_unknown_shapes_say_what_was_seen():
     with pytest.raises(DataFormatError, match=r"origin.*keys \['foo'\]"):
         detect_format([{"foo": 1}], origin="origin")
-    with pytest.raises(DataFormatError, match="a JSON int"):
+    with pytest.raises(DataFormatError, match="a JSON number"):
         detect_format(42)
+    with pytest.raises(DataFormatError, match="a JSON null"):
+        detect_format(None)
+    with pytest.raises(DataFormatError, match="a JSON string"):
+        detect_format("passages.json")

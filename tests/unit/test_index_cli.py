@@ -128,6 +128,16 @@ def test_index_with_a_missing_spacy_pipeline_leaves_no_store(
     assert not store.exists()
 
 
+def test_index_with_a_missing_lm_folder_leaves_no_store(tmp_path: Path, capsys) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "text": "Paris is in France."}) + "\n")
+    store = tmp_path / "t.sqlite"
+    args = ["index", str(corpus), "--extractor", "llm", "--lm", str(tmp_path / "no-lm")]
+    assert main([*args, "--store", str(store), "-q"]) == 2
+    assert "No model folder at" in capsys.readouterr().err
+    assert not store.exists()
+
+
 def test_check_spacy_pipeline_accepts_what_spacy_can_load(tmp_path: Path) -> None:
     from neocorrag_core.triples.spacy_extractor import check_spacy_pipeline
 

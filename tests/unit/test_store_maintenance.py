@@ -307,6 +307,31 @@ def test_export_then_import_into_an_empty_store_round_trips(tmp_path: Path) -> N
     assert (again.imported, again.skipped_existing, again.links_added) == (0, 8, 0)
 
 
+def test_export_never_replaces_a_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = filled(tmp_path / "a.sqlite", n=2)
+    other = filled(tmp_path / "b.sqlite", n=1)
+    other.close()
+    before = (tmp_path / "b.sqlite").read_bytes()
+    for target in (tmp_path / "a.sqlite", tmp_path / "b.sqlite"):
+        with pytest.raises(InputError, match="is an SQLite database"):
+            store.export_jsonl(target)
+    assert (tmp_path / "b.sqlite").read_bytes() == before
+    assert store.count() == 2  # the store itself is intact
+    store.close()
+    # The CLI slip `store export my.sqlite` (FILE taken for the store): exit 2, store intact.
+    code = main(
+        ["store", "export", str(tmp_path / "a.sqlite"), "--store", str(tmp_path / "a.sqlite")]
+    )
+    assert code == 2 and "is an SQLite database" in capsys.readouterr().err
+    assert TripleStore(tmp_path / "a.sqlite").count() == 2
+    # An existing export file (not a database) is still replaced, as documented.
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text("old\n", encoding="utf-8")
+    assert TripleStore(tmp_path / "a.sqlite").export_jsonl(dump) == 2
+
+
 def test_export_of_one_extractor_to_a_stream(tmp_path: Path) -> None:
     store = filled(tmp_path / "a.sqlite", n=3)
     store.put_many([(passage(1), triples_of(1))], OTHER, link_ids=True)
@@ -499,3 +524,27 @@ def test_cli_import_of_a_wrong_file_leaves_no_empty_store(
     assert main(["store", "import", str(wrong), "--store", str(store)]) == 2
     assert message in capsys.readouterr().err
     assert not store.exists()
+
+
+@pytest.mark.parametrize("content", ["garbage\n", ""])
+def test_cli_import_of_a_wrong_stdin_leaves_no_empty_store(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    content: str,
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(content))
+    store = tmp_path / "new.sqlite"
+    assert main(["store", "import", "-", "--store", str(store)]) == 2
+    assert "triple store export" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_cli_import_of_a_wrong_stdin_keeps_an_existing_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    filled(tmp_path / "a.sqlite", n=2).close()
+    monkeypatch.setattr("sys.stdin", io.StringIO("garbage\n"))
+    assert main(["store", "import", "-", "--store", str(tmp_path / "a.sqlite")]) == 2
+    capsys.readouterr()
+    assert TripleStore(tmp_path / "a.sqlite").count() == 2
