@@ -9,13 +9,14 @@ Imports pydantic (which both frameworks depend on) but neither framework.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import reprlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from numbers import Integral
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
 
@@ -209,13 +210,70 @@ class Refinement:
         return [replace(first, metadata={**first.metadata, **run}), *self.kept[1:]]
 
 
-def kept_metadata(original: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
+_Model = TypeVar("_Model", bound=BaseModel)
+_OWN_LISTS = ("excluded_llm_metadata_keys", "excluded_embed_metadata_keys")
+
+
+def detached_copy(document: _Model) -> _Model:
+    """A copy of a caller's document (LangChain ``Document``, LlamaIndex node) that an
+    adapter may change without touching the original: its own metadata dict, each value
+    deep-copied, and its own excluded-keys lists.
+
+    Not one deep copy of the whole object: a value that cannot be deep-copied (a lock, a
+    client handle) would fail the whole call, and a LlamaIndex ``IndexNode.obj`` (a
+    sub-retriever or query engine) would be copied on every query and no longer be the
+    caller's object. Such values, and fields other than metadata, are shared.
+    """
+    out = document.model_copy()
+    metadata = getattr(document, "metadata", None)
+    if isinstance(metadata, dict):
+        out.metadata = {key: _copied(value) for key, value in metadata.items()}  # type: ignore[attr-defined]
+    for name in _OWN_LISTS:
+        value = getattr(document, name, None)
+        if isinstance(value, list):
+            setattr(out, name, list(value))
+    return out
+
+
+def _copied(value: Any) -> Any:
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # deepcopy of arbitrary user objects can raise anything: share it
+        return value
+
+
+def kept_metadata(original: Mapping[str, Any] | None, added: Mapping[str, Any]) -> dict[str, Any]:
     """A kept copy's metadata: the original's, then this call's ``added`` keys. The run
     keys (:data:`~neocorrag_integrations.metadata_keys.RUN_KEYS`) an earlier refinement
     left on the document are dropped first, so refining an output again leaves one
     call's chains in one place (this call's, where ``added`` or its chain document has
     them)."""
-    return {**{k: v for k, v in original.items() if k not in RUN_KEYS}, **added}
+    return {**{k: v for k, v in (original or {}).items() if k not in RUN_KEYS}, **added}
+
+
+def checked_sources(documents: Sequence[SourceDocument]) -> list[SourceDocument]:
+    """``documents`` with ``None`` metadata read as empty; a text that is not a string or
+    metadata that is not a mapping is an :class:`InputError` naming the document.
+
+    Both frameworks validate these fields at construction but not on assignment, so a
+    document changed after it was built reaches us unchecked.
+    """
+    out = []
+    for i, doc in enumerate(documents):
+        if doc.metadata is None:
+            doc = replace(doc, metadata={})
+        if not isinstance(doc.text, str) or not isinstance(doc.metadata, Mapping):
+            what, value, expected = (
+                ("text", doc.text, "a string")
+                if not isinstance(doc.text, str)
+                else ("metadata", doc.metadata, "a dict")
+            )
+            raise InputError(
+                f"documents[{i}] (id {doc.id!r}): its {what} must be {expected}, got "
+                f"{type(value).__name__}"
+            )
+        out.append(doc)
+    return out
 
 
 def to_passages(documents: Sequence[SourceDocument]) -> list[Passage]:
@@ -224,6 +282,7 @@ def to_passages(documents: Sequence[SourceDocument]) -> list[Passage]:
     The engine needs unique ids (a kept passage is found by which passage a triple came
     from); retrievers may return documents without ids, or the same document twice.
     """
+    documents = checked_sources(documents)
     passages: list[Passage] = []
     used: set[str] = set()
     for rank, doc in enumerate(documents, start=1):
@@ -256,6 +315,7 @@ def plan_refinement(
     string, as the engine does.
     """
     check_query("neocorrag", query)
+    documents = checked_sources(documents)
     # A chain document from an earlier refinement is our own output, not evidence: it is not
     # mined (it would take a top-N slot) and is replaced by this pass's chain document.
     positions = [

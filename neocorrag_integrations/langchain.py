@@ -72,6 +72,7 @@ from neocorrag_integrations._common import (
     SourceDocument,
     check_query,
     check_sequence,
+    detached_copy,
     kept_metadata,
 )
 from neocorrag_integrations._reformulation import (
@@ -158,7 +159,7 @@ class NeocorRAGCompressor(RefinerSettings, BaseDocumentCompressor):
                     )
                 )
             else:
-                kept = documents[item.index].model_copy(deep=True)
+                kept = detached_copy(documents[item.index])
                 kept.metadata = kept_metadata(kept.metadata, item.metadata)
                 if item.text is not None:
                     kept.page_content = item.text
@@ -302,8 +303,8 @@ def _passed_on(kwargs: dict[str, Any]) -> dict[str, Any]:
 def _copies(items: list[ReformedItem[Document]]) -> list[Document]:
     out = []
     for item in items:
-        doc = item.original.model_copy(deep=True)
-        doc.metadata = {**doc.metadata, **item.metadata}
+        doc = detached_copy(item.original)
+        doc.metadata = {**(doc.metadata or {}), **item.metadata}
         out.append(doc)
     return out
 
@@ -552,5 +553,5 @@ class _TracedModel:
 def _belief_output(outcome: BeliefOutcome[Document]) -> dict[str, Any]:
     return {
         **result_fields(outcome.result),
-        "documents": [doc.model_copy(deep=True) for doc in outcome.evidence],
+        "documents": [detached_copy(doc) for doc in outcome.evidence],
     }

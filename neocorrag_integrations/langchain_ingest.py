@@ -36,7 +36,12 @@ from neocorrag_core.triples.ingest import MetadataFormat, TripleAnnotator
 from neocorrag_core.triples.precomputed import METADATA_KEY
 from neocorrag_core.triples.store import CacheStats
 from neocorrag_core.types import Passage
-from neocorrag_integrations._common import SourceDocument, check_sequence, to_passages
+from neocorrag_integrations._common import (
+    SourceDocument,
+    check_sequence,
+    detached_copy,
+    to_passages,
+)
 
 __all__ = ["TripleExtractorTransformer", "document_passages", "document_source"]
 
@@ -138,7 +143,7 @@ class TripleExtractorTransformer(BaseDocumentTransformer):
         found = self._annotator.annotate(document_passages(documents), ids)
         out = []
         for doc, triples in zip(documents, found, strict=True):
-            copy = doc.model_copy(deep=True)  # nested metadata must not be shared either
+            copy = detached_copy(doc)  # nested metadata must not be shared either
             if triples is not None:
                 copy.metadata[METADATA_KEY] = self._annotator.encode(triples)
             out.append(copy)

@@ -78,6 +78,7 @@ from neocorrag_integrations._common import (
     SourceDocument,
     check_query,
     check_sequence,
+    detached_copy,
     kept_metadata,
 )
 from neocorrag_integrations._reformulation import (
@@ -199,7 +200,7 @@ class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
                 out.append(_chain_node(nodes, plan))
                 continue
             original = nodes[item.index]
-            node = original.node.model_copy(deep=True)
+            node = detached_copy(original.node)
             node.metadata = kept_metadata(node.metadata, item.metadata)
             if item.text is not None:
                 node.set_content(item.text)
@@ -274,6 +275,14 @@ class NeocorRAGEmbedding(BaseEmbedding):
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return await asyncio.to_thread(self._get_query_embedding, query)
+
+    # LlamaIndex's own async text methods call the sync one on the event loop, one text at
+    # a time (aget_text_embedding_batch gathers them): one batched call in a thread instead.
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return await asyncio.to_thread(self._get_text_embedding, text)
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self._get_text_embeddings, texts)
 
 
 class EvidenceReformulationRetriever(BaseRetriever):
@@ -469,8 +478,8 @@ def _reformulation_sources(nodes: Sequence[NodeWithScore]) -> list[SourceDocumen
 def _reformed_nodes(items: list[ReformedItem[NodeWithScore]]) -> list[NodeWithScore]:
     out = []
     for item in items:
-        node = item.original.node.model_copy(deep=True)
-        node.metadata = {**node.metadata, **item.metadata}
+        node = detached_copy(item.original.node)
+        node.metadata = {**(node.metadata or {}), **item.metadata}
         node.excluded_llm_metadata_keys = _with_keys(node.excluded_llm_metadata_keys, item.metadata)
         node.excluded_embed_metadata_keys = _with_keys(
             node.excluded_embed_metadata_keys, item.metadata
@@ -699,7 +708,7 @@ class BeliefQueryEngine(BaseQueryEngine):
     def _response(self, outcome: BeliefOutcome[NodeWithScore]) -> Response:
         fields = result_fields(outcome.result)
         nodes = [
-            NodeWithScore(node=item.node.model_copy(deep=True), score=item.score)
+            NodeWithScore(node=detached_copy(item.node), score=item.score)
             for item in outcome.evidence
         ]
         answer = outcome.result.answer

@@ -71,8 +71,8 @@ REFINEMENT_KEYS = (
 EVIREFORM_RANK = "neocorrag_evireform_rank"
 """1-based position of the document in the reformulated ranking."""
 EVIREFORM_SCORE = "neocorrag_evireform_score"
-"""The EviReform score that ranked the document (``None`` when the query was empty and the
-wrapped retriever's results passed through)."""
+"""The EviReform score that ranked the document (a float; an empty query is an
+``InputError``, so there is always one)."""
 FOUND_BY_QUERY = "neocorrag_found_by_query"
 """Text of the first query whose results held the document."""
 FOUND_BY_KIND = "neocorrag_found_by_kind"

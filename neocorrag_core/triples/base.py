@@ -122,6 +122,9 @@ def parse_triples(items: Any, source_id: str, *, origin: str) -> list[Triple]:
     """Parse a list of raw triples, skipping (and counting in one warning) the bad ones."""
     if items is None:
         return []
+    if not isinstance(items, (list, tuple, str)) and callable(getattr(items, "tolist", None)):
+        # A numpy array (what Arrow- or pandas-backed vector stores give back for a list)
+        items = items.tolist()
     if not isinstance(items, (list, tuple)):
         logger.warning("%s for passage %r is not a list of triples; ignored", origin, source_id)
         return []

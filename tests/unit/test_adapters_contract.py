@@ -301,6 +301,22 @@ def test_never_mutates_the_callers_documents(h):
     assert h.dump(docs) == before
 
 
+def test_metadata_that_cannot_be_deep_copied_is_shared_not_fatal(h):
+    import threading
+
+    docs = h.docs()
+    lock = threading.Lock()  # a client handle, a lock, an IndexNode's sub-retriever ...
+    for doc in docs:
+        h.metadata(doc)["handle"] = lock
+        h.metadata(doc)["tags"] = ["a"]
+    out = h.run(make(h), docs, QUERY)
+    kept = [o for o in out if h.id(o) in KEPT_IDS]
+    assert kept and all(h.metadata(o)["handle"] is lock for o in kept)
+    for o in kept:
+        h.metadata(o)["tags"].append("changed")  # a copyable value is still the output's own
+    assert all(h.metadata(d)["tags"] == ["a"] for d in docs)
+
+
 def test_empty_input_gives_empty_output(h):
     assert h.run(make(h), [], QUERY) == []
     assert asyncio.run(h.arun(make(h), [], QUERY)) == []
@@ -549,6 +565,19 @@ def test_valid_integer_types_are_kept_as_ints(h):
     adapter = h.adapter_cls(top_n=np.int64(2), beam_width=3)
     assert adapter.top_n == 2 and type(adapter.top_n) is int
     assert adapter.effective_config().top_n == 2
+
+
+def test_a_document_with_non_string_text_is_named_and_none_metadata_is_empty(h):
+    if h.name == "llama_index":
+        pytest.skip("LlamaIndex nodes validate text and metadata on assignment too")
+    docs = h.docs()
+    docs[1].page_content = 123  # LangChain validates at construction, not on assignment
+    with pytest.raises(InputError, match=r"documents\[1\] \(id 'p2'\): its text must be"):
+        h.run(make(h), docs, QUERY)
+    docs = h.docs(triples=False)
+    docs[1].metadata = None
+    out = h.run(make(h), docs, QUERY)
+    assert out and all(isinstance(h.metadata(o), dict) for o in out)
 
 
 def test_wrong_input_types_are_named(h):

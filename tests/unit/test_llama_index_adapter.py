@@ -281,6 +281,34 @@ def test_embedding_is_unit_length_and_rebuilds_from_its_dict():
     assert NeocorRAGEmbedding().model_name == "all-MiniLM-L6-v2"
 
 
+class _CountingBagOfWords(HashedBagOfWords):
+    """Records each call's batch size and the thread it ran on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[int, str]] = []
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        import threading
+
+        self.calls.append((len(texts), threading.current_thread().name))
+        return super().__call__(texts)
+
+
+def test_async_text_embeddings_are_one_batch_off_the_event_loop():
+    import threading
+
+    counting = _CountingBagOfWords()
+    embedding = NeocorRAGEmbedding(counting, embed_batch_size=10)
+    texts = ["Stanley is a city", "Paris", "Mountrail County", "Van Hook"]
+    vectors = asyncio.run(embedding.aget_text_embedding_batch(texts))
+    assert vectors == embedding.get_text_embedding_batch(texts)
+    batch, thread = counting.calls[0]
+    assert batch == 4 and thread != threading.main_thread().name
+    single = asyncio.run(embedding.aget_text_embedding("Paris"))
+    assert single == pytest.approx(vectors[1])
+
+
 def test_embedding_with_an_embedder_object_survives_pickling():
     # LlamaIndex pickles transformations for num_workers; the object must travel, not its
     # class name as a model to download.

@@ -40,6 +40,17 @@ def test_metadata_source_skips_bad_items_with_one_warning(caplog):
     assert isinstance(MetadataTripleSource(), TripleSource)
 
 
+def test_metadata_triples_given_back_as_a_numpy_array_are_read():
+    # Arrow- or pandas-backed vector stores return a stored list of lists as an array.
+    import numpy as np
+
+    stored = np.array([["A", "r", "B"], ["B", "s", "C"]], dtype=object)
+    (found,) = MetadataTripleSource().triples_for(
+        [Passage("p1", "x", metadata={"triples": stored})]
+    )
+    assert [t.key() for t in found] == [("A", "r", "B"), ("B", "s", "C")]
+
+
 def test_openie_source_matches_by_text_or_title_and_text(tmp_path):
     path = tmp_path / "openie.json"
     docs = [
