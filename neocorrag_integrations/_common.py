@@ -255,8 +255,8 @@ def checked_sources(documents: Sequence[SourceDocument]) -> list[SourceDocument]
     """``documents`` with ``None`` metadata read as empty; a text that is not a string or
     metadata that is not a mapping is an :class:`InputError` naming the document.
 
-    Both frameworks validate these fields at construction but not on assignment, so a
-    document changed after it was built reaches us unchecked.
+    A LangChain ``Document`` validates them at construction but not on assignment, so one
+    changed after it was built reaches us unchecked (LlamaIndex nodes validate both).
     """
     out = []
     for i, doc in enumerate(documents):
