@@ -222,7 +222,8 @@ class EvidenceReformulationRetriever(ReformulationSettings, BaseRetriever):
     ``store.as_retriever(search_kwargs={"k": 5})``. ``ainvoke`` sends the residual queries
     of a round concurrently with ``retriever.ainvoke``. Documents are matched across
     queries by their ``id`` (documents without one by a digest of their title and text),
-    and each appears once.
+    and each appears once; two documents with the same title and text are one document
+    even under different ids (the first one seen is returned).
 
     Like every LangChain retriever, ``invoke(query, k=3)`` (and ``ainvoke``) returns that
     many documents for that call instead of the configured ``k``; any other keyword

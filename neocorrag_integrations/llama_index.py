@@ -300,7 +300,10 @@ class EvidenceReformulationRetriever(BaseRetriever):
     :meth:`aretrieve`, the residual queries of a round concurrently) and its first
     ``first_k`` (default ``k``) or ``residual_k`` (default 5) nodes are used, so give the
     wrapped retriever at least that ``similarity_top_k``. Nodes are matched across queries
-    by ``node_id`` (keep ids stable, as an index does) and each appears once.
+    by ``node_id`` (keep ids stable, as an index does) and each appears once; two nodes
+    with the same title and text are one node even under different ids (a node without a
+    stored id gets a fresh random one on every retrieval), and the first one seen is
+    returned.
 
     Returns copies of the best ``k`` nodes, scored with the EviReform score, with the
     ``neocorrag_*`` keys of the LangChain retriever (``neocorrag_evireform_rank``,
