@@ -216,8 +216,8 @@ _OWN_LISTS = ("excluded_llm_metadata_keys", "excluded_embed_metadata_keys")
 
 def detached_copy(document: _Model) -> _Model:
     """A copy of a caller's document (LangChain ``Document``, LlamaIndex node) that an
-    adapter may change without touching the original: its own metadata dict, each value
-    deep-copied, and its own excluded-keys lists.
+    adapter may change without touching the original: its own metadata dict (empty for
+    ``None``), each value deep-copied, and its own excluded-keys lists.
 
     Not one deep copy of the whole object: a value that cannot be deep-copied (a lock, a
     client handle) would fail the whole call, and a LlamaIndex ``IndexNode.obj`` (a
@@ -225,9 +225,8 @@ def detached_copy(document: _Model) -> _Model:
     caller's object. Such values, and fields other than metadata, are shared.
     """
     out = document.model_copy()
-    metadata = getattr(document, "metadata", None)
-    if isinstance(metadata, dict):
-        out.metadata = {key: _copied(value) for key, value in metadata.items()}  # type: ignore[attr-defined]
+    metadata = getattr(document, "metadata", None) or {}
+    out.metadata = {key: _copied(value) for key, value in metadata.items()}  # type: ignore[attr-defined]
     for name in _OWN_LISTS:
         value = getattr(document, name, None)
         if isinstance(value, list):
@@ -242,13 +241,13 @@ def _copied(value: Any) -> Any:
         return value
 
 
-def kept_metadata(original: Mapping[str, Any] | None, added: Mapping[str, Any]) -> dict[str, Any]:
+def kept_metadata(original: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
     """A kept copy's metadata: the original's, then this call's ``added`` keys. The run
     keys (:data:`~neocorrag_integrations.metadata_keys.RUN_KEYS`) an earlier refinement
     left on the document are dropped first, so refining an output again leaves one
     call's chains in one place (this call's, where ``added`` or its chain document has
     them)."""
-    return {**{k: v for k, v in (original or {}).items() if k not in RUN_KEYS}, **added}
+    return {**{k: v for k, v in original.items() if k not in RUN_KEYS}, **added}
 
 
 def checked_sources(documents: Sequence[SourceDocument]) -> list[SourceDocument]:

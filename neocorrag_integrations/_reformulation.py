@@ -50,6 +50,7 @@ from ._common import (
     check_fields,
     check_name,
     check_query,
+    checked_sources,
     config_errors,
     reject_owned_settings,
 )
@@ -122,7 +123,7 @@ class ReformulationCall(Generic[T]):
     def register(self, documents: Sequence[T], query: str = "") -> list[Passage]:
         """Engine passages for ``documents`` (in order), remembering the originals (and
         which ``query`` returned each)."""
-        sources = self._to_sources(documents)
+        sources = checked_sources(self._to_sources(documents))
         passages = []
         for source, original in zip(sources, documents, strict=True):
             title = source.metadata.get("title")

@@ -305,7 +305,7 @@ def _copies(items: list[ReformedItem[Document]]) -> list[Document]:
     out = []
     for item in items:
         doc = detached_copy(item.original)
-        doc.metadata = {**(doc.metadata or {}), **item.metadata}
+        doc.metadata = {**doc.metadata, **item.metadata}
         out.append(doc)
     return out
 

@@ -482,7 +482,7 @@ def _reformed_nodes(items: list[ReformedItem[NodeWithScore]]) -> list[NodeWithSc
     out = []
     for item in items:
         node = detached_copy(item.original.node)
-        node.metadata = {**(node.metadata or {}), **item.metadata}
+        node.metadata = {**node.metadata, **item.metadata}
         node.excluded_llm_metadata_keys = _with_keys(node.excluded_llm_metadata_keys, item.metadata)
         node.excluded_embed_metadata_keys = _with_keys(
             node.excluded_embed_metadata_keys, item.metadata
