@@ -16,8 +16,21 @@ is CPU-bound and shares nothing), so N workers extract at ``N x per-worker rate`
 the single writer caps them: ``projected = P / (startup + P / min(N x rate, write rate))``
 for a corpus of P passages (Ray starts its actors once per chunk of 50,000).
 
+``--repeat N`` runs every engine N times, the order rotated each round (local, process,
+ray; then process, ray, local; ...), and reports each engine's median run and the median
+of the per-round ratios to local: the machine is shared, so only ratios within one round
+compare like with like.
+
+``--extraction`` measures the spaCy extractor alone, per pipeline configuration, in this
+process (``--cpu 0`` pins it to one core: passages per second per core): spaCy's own
+``nlp.pipe`` (the extractor before ``FastPipeline``), each of FastPipeline's three
+speed-ups alone, all three, and all three with 64 passages per call; the configurations
+take turns, ``--repeat`` rounds, and every one must produce the same triples.
+
     python benchmarks/bench_index.py                 # every passage, ~2,900
     python benchmarks/bench_index.py --limit 200     # a smoke test
+    python benchmarks/bench_index.py --repeat 3      # engines, rotated, medians
+    python benchmarks/bench_index.py --extraction --cpu 0 --repeat 3
 """
 
 from __future__ import annotations
@@ -26,6 +39,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -197,6 +211,117 @@ def model(results: dict[str, dict[str, Any]], passages: int) -> dict[str, Any]:
     return out
 
 
+EXTRACTION_CONFIGS: dict[str, dict[str, Any]] = {
+    # name: SpacyTripleExtractor's fast flag, FastPipeline switches, passages per call
+    "spacy nlp.pipe, 16/call (before)": {"fast": False, "size": 16},
+    "numpy BLAS only, 16/call": {"blas": True, "size": 16},
+    "memoized attribute ruler only, 16/call": {"ruler": True, "size": 16},
+    "lazy lemmatizer only, 16/call": {"lemmas": True, "size": 16},
+    "FastPipeline, 16/call": {"blas": True, "ruler": True, "lemmas": True, "size": 16},
+    "FastPipeline, 64/call (after)": {"blas": True, "ruler": True, "lemmas": True, "size": 64},
+}
+
+
+def load_passages(limit: int | None) -> list[Any]:
+    """The pooled corpora's unique passages (at most ``limit``), as ``write_corpus`` orders them."""
+    from neocorrag_core.corpus import load_corpus
+
+    seen: dict[str, Any] = {}
+    for corpus in CORPORA:
+        for p in load_corpus(corpus).passages:
+            seen.setdefault(p.id, p)
+    return list(seen.values())[:limit]
+
+
+def run_extraction(args: argparse.Namespace) -> dict[str, Any]:
+    """Extraction only, per configuration, taking turns (see the module docstring)."""
+    from neocorrag_core.triples.spacy_extractor import FastPipeline, SpacyTripleExtractor
+
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})
+    passages = load_passages(args.limit)
+    words = sum(len(p.text.split()) for p in passages) / len(passages)
+    extractors: dict[str, Any] = {}
+    for name, config in EXTRACTION_CONFIGS.items():
+        extractor = SpacyTripleExtractor(batch_size=config["size"], fast=config.get("fast", True))
+        if extractor.fast:
+            switches = {k: config.get(k, False) for k in ("blas", "ruler", "lemmas")}
+            extractor._fast.get(lambda e=extractor, s=switches: FastPipeline(e.nlp, **s))
+        extractor.extract(passages[:4])  # load outside the clock
+        extractors[name] = extractor
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in extractors}
+    outputs: dict[str, list[Any]] = {}
+    for round_ in range(args.repeat):
+        for name, extractor in extractors.items():
+            size = EXTRACTION_CONFIGS[name]["size"]
+            wall, cpu = time.perf_counter(), time.process_time()
+            found = []
+            for start in range(0, len(passages), size):
+                found.extend(extractor.extract(passages[start : start + size]))
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            runs[name].append(
+                {"passages_per_s": len(passages) / wall, "passages_per_cpu_s": len(passages) / cpu}
+            )
+            outputs.setdefault(name, [[t.key() for t in ts] for ts in found])
+            print(name, round_, json.dumps(runs[name][-1]), file=sys.stderr, flush=True)
+    before = next(iter(runs))
+    table = {}
+    for name, rows in runs.items():
+        ratios = [
+            r["passages_per_cpu_s"] / b["passages_per_cpu_s"]
+            for r, b in zip(rows, runs[before], strict=True)
+        ]
+        table[name] = {
+            "median_passages_per_s": statistics.median(r["passages_per_s"] for r in rows),
+            "median_passages_per_cpu_s": statistics.median(r["passages_per_cpu_s"] for r in rows),
+            "median_ratio_to_before_cpu": statistics.median(ratios),
+            "runs": rows,
+        }
+    reference = outputs[before]
+    return {
+        "what": "spaCy extraction only, this process, models loaded and warmed up first",
+        "passages": len(passages),
+        "words_per_passage": words,
+        "cpu": args.cpu,
+        "rounds": args.repeat,
+        "load_average": os.getloadavg(),
+        "same_triples_in_every_config": all(out == reference for out in outputs.values()),
+        "configs": table,
+    }
+
+
+def run_engines(args: argparse.Namespace, folder: Path, corpus: Path) -> dict[str, Any]:
+    """Every engine ``--repeat`` times, the order rotated each round (see the docstring)."""
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in args.engines}
+    ratios: dict[str, list[float]] = {name: [] for name in args.engines if name != "local"}
+    for round_ in range(args.repeat):
+        order = (
+            args.engines[round_ % len(args.engines) :] + args.engines[: round_ % len(args.engines)]
+        )
+        this_round = {}
+        for name in order:
+            workers = 1 if name == "local" else args.workers
+            sub = folder / f"round{round_}"
+            sub.mkdir(exist_ok=True)
+            this_round[name] = run_engine(name, corpus, sub, workers, args.batch_size)
+            print(
+                name, round_, json.dumps(this_round[name]["first_run"]), file=sys.stderr, flush=True
+            )
+        local_rate = this_round["local"]["first_run"]["passages_per_s"]
+        for name in ratios:
+            ratios[name].append(this_round[name]["first_run"]["passages_per_s"] / local_rate)
+        for name, result in this_round.items():
+            runs[name].append(result)
+    median_runs = {}
+    for name, rows in runs.items():
+        rates = sorted(rows, key=lambda r: r["first_run"]["passages_per_s"])
+        median_runs[name] = {
+            **rates[len(rates) // 2],
+            "all_rounds_passages_per_s": [r["first_run"]["passages_per_s"] for r in rows],
+        }
+    return {"engines": median_runs, "ratios": ratios}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -207,22 +332,39 @@ def main() -> None:
     parser.add_argument(
         "--engines", nargs="+", choices=ENGINES, default=["local", "process", "ray"]
     )
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/index.json")
+    parser.add_argument("--out", type=Path, default=None, help="default: benchmarks/results/")
+    parser.add_argument("--repeat", type=at_least_one, default=1, help="rounds (medians)")
+    parser.add_argument(
+        "--extraction", action="store_true", help="spaCy extraction per pipeline config"
+    )
+    parser.add_argument("--cpu", type=int, default=None, help="--extraction: pin to this CPU")
     args = parser.parse_args()
     if "local" not in args.engines:
         parser.error("the local engine is the reference of the ratios: keep it in --engines")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.extraction:
+        out_path = args.out or ROOT / "benchmarks/results/index_extraction.json"
+        found = run_extraction(args)
+        found["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform()}
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        out_path.write_text(json.dumps(found, indent=2) + "\n", encoding="utf-8")
+        for name, row in found["configs"].items():
+            print(
+                f"{name}: {row['median_passages_per_cpu_s']:.1f} passages/CPU-s, "
+                f"{row['median_passages_per_s']:.1f} passages/s wall, "
+                f"{row['median_ratio_to_before_cpu']:.2f}x before"
+            )
+        print(f"same triples in every config: {found['same_triples_in_every_config']}")
+        return
+    args.out = args.out or ROOT / "benchmarks/results/index.json"
 
     with tempfile.TemporaryDirectory(prefix="bench-index-") as tmp:
         folder = Path(tmp)
         corpus = folder / "corpus.jsonl"
         passages = write_corpus(corpus, args.limit)
         print(f"{passages} passages, engines {args.engines}", file=sys.stderr, flush=True)
-        results: dict[str, dict[str, Any]] = {}
-        for name in args.engines:
-            workers = 1 if name == "local" else args.workers
-            results[name] = run_engine(name, corpus, folder, workers, args.batch_size)
-            print(name, json.dumps(results[name]["first_run"]), file=sys.stderr, flush=True)
+        rounds = run_engines(args, folder, corpus)
+        results: dict[str, dict[str, Any]] = rounds["engines"]
     reference = results["local"]
     triples = {name: r["first_run"]["triples_written"] for name, r in results.items()}
     out = {
@@ -232,6 +374,8 @@ def main() -> None:
         "workers": args.workers,
         "extractor": "spacy",
         "batch_size": args.batch_size,
+        "rounds": args.repeat,
+        "load_average_at_end": os.getloadavg(),
         "machine": {
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
@@ -240,8 +384,8 @@ def main() -> None:
         "engines": results,
         "ratios_to_local": {
             name: {
-                "passages_per_s": r["first_run"]["passages_per_s"]
-                / reference["first_run"]["passages_per_s"],
+                "passages_per_s": statistics.median(rounds["ratios"][name]),
+                "passages_per_s_each_round": rounds["ratios"][name],
                 "second_run_seconds": r["second_run"]["seconds"]
                 / max(reference["second_run"]["seconds"], 1e-9),
             }

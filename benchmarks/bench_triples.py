@@ -14,7 +14,13 @@ Matching (documented in docs/triples.md):
 The first ``--dev-questions`` 2Wiki questions with context were read while the spaCy rules
 were written; they are excluded, and the rest are the held-out set reported here.
 
+Extractors: ``spacy`` (the default, run through ``FastPipeline``), ``spacy-plain`` (the same
+rules over spaCy's own ``nlp.pipe``, as before ``FastPipeline``), ``llm``. With
+``--identity``, every spaCy extractor named also extracts all 2Wiki context passages
+(gold or not), and the table says whether their triples are identical.
+
     python benchmarks/bench_triples.py --out docs/triples_bench.md
+    python benchmarks/bench_triples.py --extractors spacy-plain,spacy --identity
 """
 
 from __future__ import annotations
@@ -81,22 +87,34 @@ def load_2wiki(path: Path, dev: int) -> list[dict[str, Any]]:
     return out
 
 
-def timed_extract(extractor: Any, passages: list[Passage], batch: int) -> tuple[dict, float]:
-    """Triples per passage title+text, and the extraction seconds (after a warm-up)."""
+def timed_extract(extractor: Any, passages: list[Passage], batch: int) -> tuple[dict, float, float]:
+    """Triples per passage title+text, and the extraction seconds, wall and CPU (of this
+    process), after a warm-up."""
     # Load models and build indexes outside the clock, on a passage not in the test set.
     extractor.extract([Passage("warm-up", title="Oslo", text="Oslo is the capital of Norway.")])
     unique: dict[tuple[str, str], Passage] = {}
     for p in passages:
         unique.setdefault((p.title, p.text), p)
     todo = list(unique.values())
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     found: dict[tuple[str, str], list[Triple]] = {}
     for i in range(0, len(todo), batch):
         chunk = todo[i : i + batch]
         for p, triples in zip(chunk, extractor.extract(chunk), strict=True):
             found[(p.title, p.text)] = triples
         print(f"  {min(i + batch, len(todo))}/{len(todo)} passages", file=sys.stderr, flush=True)
-    return found, time.perf_counter() - started
+    return found, time.perf_counter() - started, time.process_time() - cpu
+
+
+def all_2wiki_passages(path: Path) -> list[Passage]:
+    """Every context passage of the 2Wiki rows that have one, gold or not (unique)."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    unique: dict[tuple[str, str], Passage] = {}
+    for r in rows:
+        for title, sents in r.get("context") or []:
+            p = Passage(id=title, title=title, text=" ".join(sents))
+            unique.setdefault((p.title, p.text), p)
+    return list(unique.values())
 
 
 def score_2wiki(questions: list[dict], found: dict) -> dict[str, float]:
@@ -146,11 +164,11 @@ def score_agreement(items: list[tuple[Passage, list]], found: dict) -> dict[str,
 
 
 def make_extractor(kind: str, args: argparse.Namespace) -> Any:
-    """A spaCy or (constrained / unconstrained) LLM extractor."""
-    if kind == "spacy":
+    """A spaCy (fast or plain) or (constrained / unconstrained) LLM extractor."""
+    if kind in ("spacy", "spacy-plain"):
         from neocorrag_core.triples.spacy_extractor import SpacyTripleExtractor
 
-        return SpacyTripleExtractor()
+        return SpacyTripleExtractor(fast=kind == "spacy")
     from neocorrag_core.triples.llm_extractor import LLMTripleExtractor
 
     return LLMTripleExtractor(args.lm, batch_size=args.llm_batch_size)
@@ -174,7 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--llm-musique-passages", type=at_least_one, default=30)
     parser.add_argument("--lm", default=None, help="LLM extractor model (default: bundled 0.5B)")
     parser.add_argument("--llm-batch-size", type=at_least_one, default=4)
-    parser.add_argument("--extractors", default="spacy,llm")
+    parser.add_argument("--extractors", default="spacy,llm", help="spacy, spacy-plain, llm")
+    parser.add_argument(
+        "--identity", action="store_true", help="spaCy extractors: same triples on all of 2Wiki?"
+    )
     parser.add_argument("--out", default=str(ROOT / "docs" / "triples_bench.md"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
@@ -186,25 +207,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         parser.error(f"cannot read the data ({type(exc).__name__}: {exc})")
     rows = []
+    spacy_outputs: dict[str, list[list[tuple[str, str, str]]]] = {}
     for kind in args.extractors.split(","):
         extractor = make_extractor(kind, args)
-        qs = questions if kind == "spacy" else questions[: args.llm_questions]
-        mq = musique if kind == "spacy" else musique[: args.llm_musique_passages]
+        spacy = kind.startswith("spacy")
+        qs = questions if spacy else questions[: args.llm_questions]
+        mq = musique if spacy else musique[: args.llm_musique_passages]
         print(f"{kind}: 2Wiki {len(qs)} questions", file=sys.stderr)
-        found, seconds = timed_extract(
-            extractor, [p for q in qs for p in q["passages"]], 4 if kind == "llm" else 64
+        found, seconds, cpu = timed_extract(
+            extractor, [p for q in qs for p in q["passages"]], 64 if spacy else 4
         )
         wiki = score_2wiki(qs, found)
         print(f"{kind}: 2Wiki {wiki}, {wiki['passages'] / seconds:.3f} passages/s", file=sys.stderr)
         print(f"{kind}: MuSiQue {len(mq)} passages", file=sys.stderr)
-        found_m, _ = timed_extract(extractor, [p for p, _ in mq], 4 if kind == "llm" else 64)
+        found_m, _, _ = timed_extract(extractor, [p for p, _ in mq], 64 if spacy else 4)
         agree = score_agreement(mq, found_m)
+        if spacy and args.identity:
+            every = all_2wiki_passages(Path(args.wiki))
+            found_all, _, _ = timed_extract(extractor, every, 64)
+            spacy_outputs[kind] = [
+                [t.key() for t in found_all[(p.title, p.text)]] for p in every
+            ] + [[t.key() for t in ts] for ts in found.values()]
         stats = getattr(extractor, "stats", None)
         rows.append(
             {
                 "extractor": f"{kind} ({extractor.extractor_id}@{extractor.version})",
                 **{f"wiki_{k}": v for k, v in wiki.items()},
                 "passages_per_s": wiki["passages"] / seconds,
+                "passages_per_cpu_s": wiki["passages"] / cpu,
                 **{f"musique_{k}": v for k, v in agree.items()},
                 "stats": vars(stats) if stats is not None else None,
             }
@@ -227,6 +257,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in rows:
         if r["stats"]:
             lines.append(f"\n{r['extractor']} counters: {r['stats']}")
+    for r in rows:
+        lines.append(f"\n{r['extractor']}: {r['passages_per_cpu_s']:.2f} passages per CPU-second")
+    if len(spacy_outputs) > 1:
+        outputs = list(spacy_outputs.values())
+        same = all(out == outputs[0] for out in outputs)
+        lines.append(
+            f"\nIdentical triples from {', '.join(spacy_outputs)} on all "
+            f"{len(all_2wiki_passages(Path(args.wiki)))} 2Wiki context passages: "
+            f"{'yes' if same else 'NO'}"
+        )
     table = "\n".join(lines) + "\n"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(table, encoding="utf-8")

@@ -10,6 +10,7 @@ from neocorrag_core.belief import BeliefConfig, BeliefController, BeliefResult
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.errors import (
     ConfigError,
+    EmbedderError,
     InputError,
     MissingDependencyError,
     ModelCallError,
@@ -52,6 +53,7 @@ __all__ = [
     "ChainedTripleSource",
     "ConfigError",
     "DroppedPassage",
+    "EmbedderError",
     "EvidenceChain",
     "EvidenceChainMiner",
     "EvidenceReformulator",

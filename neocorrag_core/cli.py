@@ -221,8 +221,8 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"  ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     if config.decoding != "none":
         print(
-            "Preparing the LM (the first run assembles and converts the bundled model once; "
-            "later runs load it in seconds) ...",
+            "Preparing the LM (the bundled one is converted once on its first run, saying "
+            "what that costs before it starts; later runs load it in seconds) ...",
             file=sys.stderr,
             flush=True,
         )
@@ -420,8 +420,10 @@ def add_eval_parser(sub: Any) -> None:
 
 
 def run_doctor(args: argparse.Namespace) -> int:
-    """Print what this machine runs the LMs with: CPU, float format and why, threads."""
-    from neocorrag_core.models import bundled_lm_path, default_cache_dir
+    """Print what this machine runs the LMs with: CPU, float format and why, threads, and
+    whether the bundled LM is converted (converting it, with its cost said first and progress
+    on stderr, when its parts are installed and it is not yet)."""
+    from neocorrag_core.models import MissingDependencyError, bundled_lm_path, default_cache_dir
     from neocorrag_core.models.cpu import choose_cpu_dtype, cpu_info, describe
 
     if args.probe:  # forget the cached probe so the formats are timed again
@@ -429,8 +431,13 @@ def run_doctor(args: argparse.Namespace) -> int:
     info = cpu_info()
     report = describe(choose_cpu_dtype(info), info)
     try:
-        converted = bundled_lm_path(show_progress=False)
+        converted = bundled_lm_path(show_progress=True)
         report["bundled LM"] = f"converted at {converted}"
+    except MissingDependencyError as exc:
+        report["bundled LM"] = (
+            f"not installed (the default, decoding='none', loads no LM; only the LM features "
+            f"need it): {exc}"
+        )
     except (ImportError, OSError, RuntimeError) as exc:
         report["bundled LM"] = f"not available ({exc})"
     if args.json:
@@ -490,7 +497,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="show the CPU, the LM float format chosen for it and why, and the threads",
         description="Print the CPU's model and bf16 flags, the float format LMs load in "
         "(with the reason: capability, timed probe or NEOCORRAG_DTYPE), torch threads, and "
-        "whether the bundled LM is converted (converting it if its parts are installed).",
+        "whether the bundled LM is converted (converting it once if its parts, the "
+        "bundled-lm extra, are installed: about 1-3 minutes and ~3 GB RAM, said before it "
+        "starts, with progress on stderr).",
     )
     doctor.add_argument("--probe", action="store_true", help="time both formats again")
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -79,6 +79,7 @@ def run_index(args: argparse.Namespace) -> int:
     if args.extractor == "llm" and args.lm:
         check_lm_path(args.lm)  # the same for a model folder that is not there
     engine = _make_engine(args)
+    embedder = _vector_embedder(args)
     store = TripleStore(args.store)
     if not store.read_only:  # a read-only store is only checked: success, or one error line
         reading = "streamed line by line" if corpus.streamed else "one JSON document, read whole"
@@ -106,6 +107,7 @@ def run_index(args: argparse.Namespace) -> int:
             chunk_size=args.chunk_size or default_chunk_size(args.engine),
             show_progress=not args.quiet,
             on_wait=waiting,
+            embedder=embedder,
         )
     except KeyboardInterrupt:  # while waiting for the other indexer: nothing was done
         print("interrupted: run the same command again to index", file=sys.stderr)
@@ -113,7 +115,7 @@ def run_index(args: argparse.Namespace) -> int:
     print(
         f"passages total {report.passages} | already stored {report.already_stored} | "
         f"extracted now {report.extracted} | triples written {report.triples_written} | "
-        f"{time.perf_counter() - started:.1f} s"
+        f"vectors computed {report.vectors_computed} | {time.perf_counter() - started:.1f} s"
     )
     skipped = f", {corpus.skipped} rows without text skipped" if corpus.skipped else ""
     print(
@@ -125,6 +127,30 @@ def run_index(args: argparse.Namespace) -> int:
         print("interrupted: run the same command again to resume", file=sys.stderr)
         return 130
     return 0
+
+
+def _vector_embedder(args: argparse.Namespace) -> Any:
+    """The embedder whose vectors ``index`` stores beside the triples, or ``None``
+    (``--no-vectors``). The default, the bundled MiniLM, is what the adapters use; without
+    its package the triples are still indexed, and the run says so."""
+    if args.no_vectors:
+        return None
+    from neocorrag_core.errors import MissingDependencyError
+    from neocorrag_core.models import resolve_embedder
+
+    try:
+        embedder = resolve_embedder(args.embedder)
+    except MissingDependencyError as err:
+        if args.embedder is not None:
+            raise
+        print(f"no vectors are stored: {err}", file=sys.stderr)
+        return None
+    if embedder.identity is None:
+        raise ConfigError(
+            f"--embedder {args.embedder!r} has no identity to store vectors under; pass a "
+            "sentence-transformers name or folder, or --no-vectors"
+        )
+    return embedder
 
 
 def at_least_one(text: str) -> int:
@@ -201,6 +227,18 @@ def add_index_parser(sub: Any) -> None:
         help="passages read, checked against the store and dispatched at a time (default "
         f"{DEFAULT_CHUNK_SIZE}; ray: {DEFAULT_RAY_CHUNK_SIZE}, since Ray starts its actors "
         "once per chunk)",
+    )
+    ix.add_argument(
+        "--embedder",
+        default=None,
+        help="sentence-transformers name or folder whose vectors of the node and triple texts "
+        "are stored with the triples (default: the bundled MiniLM, what the adapters use); "
+        "queries over stored passages then embed only the question",
+    )
+    ix.add_argument(
+        "--no-vectors",
+        action="store_true",
+        help="store triples only (queries then embed each text once, at first sight)",
     )
     ix.add_argument("--limit", type=at_least_one, default=None, help="first N unique passages only")
     ix.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

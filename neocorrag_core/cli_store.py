@@ -1,13 +1,22 @@
-"""``neocorrag store``: look after a triple store (stats, export, import, delete).
+"""``neocorrag store``: look after a triple store (stats, check, repair, export, import, delete).
 
-* ``neocorrag store stats [--json]``: what the store holds, per extractor;
+* ``neocorrag store stats [--json]``: what the store holds, per extractor and embedder (a
+  damaged store is reported as such, exit 1, with the commands that say more and fix it);
+* ``neocorrag store check [--quick] [--json]``: a verdict on the file: OK (what it holds),
+  or DAMAGED / NOT A STORE / OTHER SCHEMA with the cause and the fix; exit 0 when OK, 1
+  when not, 2 when there is no file at the path;
+* ``neocorrag store repair [--force] [--json]``: salvage what can be read from a damaged
+  store into a new one, which takes its place; the damaged file is kept beside it;
 * ``neocorrag store export FILE [--extractor ID@VERSION]``: JSON lines (``-`` for stdout);
-* ``neocorrag store import FILE``: add an export's entries (stored ones are skipped);
+* ``neocorrag store import FILE [--allow-truncated]``: add an export's entries (stored ones
+  are skipped); a file without its end marker is refused unless ``--allow-truncated``;
 * ``neocorrag store delete (--id ID ... | --hash H ... | --ids-file F)``: remove documents.
 
-Every subcommand takes ``--store PATH`` (default: the default store). ``stats`` and ``export``
-open the store read-only and never create it; errors are the
+Every subcommand takes ``--store PATH`` (default: the default store). ``stats``, ``check``
+and ``export`` open the store read-only and never create it; errors are the
 :mod:`~neocorrag_core.errors` family, which the main CLI prints as one line (exit 2).
+The checking and salvaging is :mod:`neocorrag_core.triples.store_repair`; this module
+only prints what it finds.
 """
 
 from __future__ import annotations
@@ -19,13 +28,30 @@ from pathlib import Path
 from typing import Any
 
 from neocorrag_core.errors import InputError, StoreError
-from neocorrag_core.triples.store import ExtractorKey, TripleStore, default_store_path
-from neocorrag_core.triples.store_jsonl import check_export_file
+from neocorrag_core.triples.store import (
+    ExtractorKey,
+    StoreSummary,
+    TripleStore,
+    default_store_path,
+)
+from neocorrag_core.triples.store_jsonl import check_export_file, import_jsonl
+from neocorrag_core.triples.store_repair import (
+    MISSING,
+    RepairReport,
+    StoreCheck,
+    check_command,
+    check_store,
+    repair_command,
+    repair_store,
+)
+from neocorrag_core.triples.store_schema import is_sqlite_file
+from neocorrag_core.validation import clean_text
 
 
 def parse_extractor_key(text: str) -> ExtractorKey:
-    """``ID@VERSION`` (as ``neocorrag store stats`` lists them) as an :class:`ExtractorKey`."""
-    extractor_id, sep, version = text.rpartition("@")
+    """``ID@VERSION`` (as ``neocorrag store stats`` lists them) as an :class:`ExtractorKey`
+    (lone surrogates, what an argument that is not UTF-8 becomes, replaced by U+FFFD)."""
+    extractor_id, sep, version = clean_text(text).rpartition("@")
     if not sep or not extractor_id or not version:
         raise InputError(
             f"--extractor {text!r} is not ID@VERSION (e.g. spacy:en_core_web_sm@1); "
@@ -45,6 +71,7 @@ def _existing_store(path: str, *, read_only: bool) -> TripleStore:
 
 
 def _human_bytes(size: int) -> str:
+    """``size`` bytes for people: ``512 B``, ``1.5 MiB``."""
     value = float(size)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if value < 1024 or unit == "GiB":
@@ -53,13 +80,51 @@ def _human_bytes(size: int) -> str:
     return f"{size} B"  # pragma: no cover - the loop always returns
 
 
+_UNUSABLE = ("damaged", "foreign", "schema")
+""":class:`StoreError` kinds that mean the file itself is wrong (not a busy or missing one)."""
+
+
 def run_store_stats(args: argparse.Namespace) -> int:
-    """Print the store's summary (:meth:`TripleStore.summary`), as text or JSON."""
-    with _existing_store(args.store, read_only=True) as store:
-        summary = store.summary()
+    """Print the store's summary (:meth:`TripleStore.summary`), as text or JSON.
+
+    A store that is damaged, not a store, or of another schema is reported as such, with
+    the commands that diagnose and repair it, and exit code 1 (not the usual one-line
+    error, exit 2: the file was found, and what is wrong with it is the answer).
+    """
+    try:
+        with _existing_store(args.store, read_only=True) as store:
+            summary = store.summary()
+    except StoreError as err:
+        if err.kind not in _UNUSABLE:
+            raise
+        return _report_unusable(args, err)
     if args.json:
         print(json.dumps(summary.to_dict(), indent=2))
         return 0
+    _print_summary(summary)
+    return 0
+
+
+def _report_unusable(args: argparse.Namespace, err: StoreError) -> int:
+    """``store stats`` on a file that cannot be read as a store: what, and what next."""
+    path = str(Path(args.store).expanduser())
+    status = {"damaged": "damaged", "foreign": "not-a-store", "schema": "other-schema"}[err.kind]
+    if status == "damaged" and not is_sqlite_file(Path(path)):
+        status = "not-a-store"  # no SQLite header: nothing in it can be salvaged
+    steps = f"run `{check_command(path)}` for a diagnosis"
+    if status == "damaged":
+        steps += f", and `{repair_command(path)}` to salvage what can still be read"
+    if args.json:
+        out = {"path": path, "status": status, "error": str(err), "next": steps}
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"neocorrag store stats: {err}", file=sys.stderr)
+        print(f"neocorrag store stats: {steps}", file=sys.stderr)
+    return 1
+
+
+def _print_summary(summary: StoreSummary) -> None:
+    """The human form of a store's summary (``store stats``, and ``store check`` when OK)."""
     documents = (
         f"{summary.documents}"
         if summary.documents is not None
@@ -75,7 +140,101 @@ def run_store_stats(args: argparse.Namespace) -> int:
         width = max(len(name) for name in summary.extractors)
         for name, counts in sorted(summary.extractors.items()):
             print(f"  {name:<{width}}  {counts['passages']} passages, {counts['triples']} triples")
+    vectors = sum(v["vectors"] for v in summary.vectors.values())
+    vector_bytes = sum(v["bytes"] for v in summary.vectors.values())
+    print(f"vectors    {vectors} ({_human_bytes(vector_bytes)})")
+    if summary.vectors:
+        width = max(len(name) for name in summary.vectors)
+        for name, counts in sorted(summary.vectors.items()):
+            print(
+                f"  {name:<{width}}  {counts['vectors']} vectors, {_human_bytes(counts['bytes'])}"
+            )
+
+
+_VERDICTS = {
+    "ok": "OK",
+    "damaged": "DAMAGED",
+    "not-a-store": "NOT A STORE",
+    "other-schema": "OTHER SCHEMA",
+}
+
+
+def run_store_check(args: argparse.Namespace) -> int:
+    """Print the verdict of :func:`~neocorrag_core.triples.store_repair.check_store`.
+
+    Exit code 0 when the store is OK, 1 when it is damaged, not a store or of another
+    schema (the verdict says the cause and the fix), 2 when there is no file at the path.
+    """
+    verdict = check_store(args.store, quick=args.quick)
+    code = 0 if verdict.ok else 2 if verdict.status == MISSING else 1
+    if args.json:
+        print(json.dumps(verdict.to_dict(), indent=2))
+        return code
+    if verdict.status == MISSING:
+        print(f"neocorrag store check: {verdict.cause}; {verdict.fix}", file=sys.stderr)
+        return code
+    _print_verdict(verdict)
+    return code
+
+
+def _print_verdict(verdict: StoreCheck) -> None:
+    """The human form of ``store check``'s verdict: one headline, then cause and fix."""
+    ran = f"SQLite's {verdict.check}" if verdict.check else "the check"
+    if verdict.ok:
+        print(f"OK: {verdict.path} is a healthy triple store ({ran} passed, {verdict.seconds:g} s)")
+        if verdict.summary is not None:
+            _print_summary(StoreSummary(**verdict.summary))
+        return
+    print(f"{_VERDICTS.get(verdict.status, verdict.status.upper())}: {verdict.path}")
+    print(f"  cause: {verdict.cause}")
+    for problem in verdict.problems[1:5]:
+        print(f"         {problem}")
+    if len(verdict.problems) > 5:
+        print(f"         ... ({len(verdict.problems) - 5} more; --json lists them)")
+    print(f"  fix:   {verdict.fix}")
+
+
+def run_store_repair(args: argparse.Namespace) -> int:
+    """Salvage a damaged store (:func:`~neocorrag_core.triples.store_repair.repair_store`)
+    and say what was kept, what was lost and where the damaged file went.
+
+    A refusal (healthy store without ``--force``, not a store, an indexer running, a folder
+    that is not writable) is a :class:`StoreError`: one line, exit 2, nothing changed.
+    """
+    report = repair_store(args.store, force=args.force)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0
+    _print_repair(report)
     return 0
+
+
+def _print_repair(report: RepairReport) -> None:
+    """The human form of ``store repair``'s report: counts, the old file, what happens next."""
+    uncounted = " (and more, uncounted: see below)"
+    print(
+        f"repaired {report.path} in {report.seconds:g} s: salvaged {report.entries_salvaged} "
+        f"entries ({report.triples_salvaged} triples), {report.links_salvaged} document id "
+        f"link(s) and {report.vectors_salvaged} vectors; lost {report.entries_lost} entries"
+        f"{'' if report.entries_listed else uncounted} and {report.vectors_lost} vectors"
+        f"{'' if report.vectors_listed else uncounted}"
+    )
+    for note in report.notes:
+        print(f"  note: {note}")
+    which = "old" if report.check.ok else "damaged"
+    print(
+        f"the {which} file is kept as {report.old_file} (with its -wal/-shm files), byte "
+        "for byte as it was; delete it once the repaired store serves you well"
+    )
+    if report.entries_lost or report.vectors_lost or report.notes:
+        print(
+            "what was lost is extracted (triples) or computed (vectors) again when its "
+            "passages are next seen"
+        )
+    print(
+        "running processes that use this store open the new file by themselves, within a "
+        "minute (they notice the damaged file was replaced); nothing needs a restart"
+    )
 
 
 def run_store_export(args: argparse.Namespace) -> int:
@@ -93,28 +252,43 @@ def run_store_export(args: argparse.Namespace) -> int:
 
 
 def run_store_import(args: argparse.Namespace) -> int:
-    """Add the entries of an export file to the store (created if missing)."""
+    """Add the entries of an export file to the store (created if missing).
+
+    The whole file is checked first, header and end marker: a file that is not an export,
+    or one cut short (no end marker, or fewer entries than it says), is refused before
+    anything is written, unless ``--allow-truncated`` (then its entries are imported and
+    stderr says the file was incomplete)."""
+    allow = bool(args.allow_truncated)
     if args.file != "-":
         # Checked before the store is opened: a failed import must not leave an empty store.
-        check_export_file(args.file)
-    # stdin cannot be read ahead and replayed, so a store this import created is removed
-    # again when the stream turns out not to be an export.
+        check_export_file(args.file, allow_truncated=allow)
+    # stdin is checked once the store is open (import_jsonl copies it to read it twice), so
+    # a store this import created is removed again when the stream is no complete export.
     created = not Path(args.store).expanduser().exists()
     try:
         with TripleStore(args.store) as store:
             if args.file == "-":
-                report = store.import_jsonl(sys.stdin)
+                report = import_jsonl(store, sys.stdin, allow_truncated=allow)
             else:
-                report = store.import_jsonl(args.file, show_progress=not args.quiet)
+                report = import_jsonl(
+                    store, args.file, show_progress=not args.quiet, allow_truncated=allow
+                )
     except InputError:
         if created:
             _remove_store_files(Path(args.store).expanduser())
         raise
     skipped = f", {report.invalid} invalid line(s) skipped" if report.invalid else ""
+    # The import logged what is wrong with an incomplete file; this says what was read.
+    partial = (
+        f"; the file is incomplete: these are the {report.imported + report.skipped_existing} "
+        "entries it holds (--allow-truncated)"
+        if not report.complete
+        else ""
+    )
     print(
         f"imported {report.imported} entries ({report.triples_written} triples) into "
         f"{store.path}; {report.skipped_existing} already stored; {report.links_added} "
-        f"document id link(s) added{skipped}"
+        f"document id link(s) added{skipped}{partial}"
     )
     return 0
 
@@ -139,12 +313,15 @@ def _read_ids(path: str) -> list[str]:
 
 def run_store_delete(args: argparse.Namespace) -> int:
     """Delete documents by id, or passages by content hash (:meth:`TripleStore.delete`)."""
-    ids = list(args.id or [])
+    # Arguments that are not UTF-8 reach Python as lone surrogates (surrogateescape); ids
+    # were stored with U+FFFD in their place, and SQLite cannot take them as they are.
+    ids = [clean_text(doc_id) for doc_id in args.id or []]
     if args.ids_file:
         ids.extend(_read_ids(args.ids_file))
     key = parse_extractor_key(args.extractor) if args.extractor else None
     with _existing_store(args.store, read_only=False) as store:
-        report = store.delete(document_ids=ids, hashes=list(args.hash or []), key=key)
+        hashes = [clean_text(digest) for digest in args.hash or []]
+        report = store.delete(document_ids=ids, hashes=hashes, key=key)
     not_found = report.documents_not_found + report.hashes_not_found
     print(
         f"deleted {report.passages_deleted} stored passage(s) ({report.triples_deleted} "
@@ -156,7 +333,8 @@ def run_store_delete(args: argparse.Namespace) -> int:
 
 
 def add_store_parser(sub: Any) -> None:
-    """The ``neocorrag store`` subcommand and its ``stats``/``export``/``import``/``delete``."""
+    """The ``neocorrag store`` subcommand and its ``stats``/``check``/``repair``/``export``/
+    ``import``/``delete``."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--store", default=str(default_store_path()), help="SQLite file (default: %(default)s)"
@@ -164,17 +342,55 @@ def add_store_parser(sub: Any) -> None:
     common.add_argument("-v", "--verbose", action="store_true", help="log what the store does")
     st = sub.add_parser(
         "store",
-        help="look after a triple store: stats, export, import, delete",
-        description="Inspect a triple store, move it between machines as JSON lines, or "
-        "delete documents from it by the ids they were indexed under.",
+        help="look after a triple store: stats, check, repair, export, import, delete",
+        description="Inspect a triple store, check it for damage and salvage a damaged one, "
+        "move it between machines as JSON lines, or delete documents from it by the ids "
+        "they were indexed under.",
     )
     actions = st.add_subparsers(dest="store_command", required=True)
 
     stats = actions.add_parser(
-        "stats", parents=[common], help="what the store holds, per extractor"
+        "stats", parents=[common], help="what the store holds, per extractor and embedder"
     )
     stats.add_argument("--json", action="store_true", help="print the summary as JSON")
     stats.set_defaults(func=run_store_stats)
+
+    check = actions.add_parser(
+        "check",
+        parents=[common],
+        help="check the store for damage (read-only); exit 0 OK, 1 damaged or not a store",
+        description="Open the store read-only (it is never written or created), check that "
+        "it is a neocorrag triple store of a schema this version reads, and run SQLite's "
+        "integrity_check over every page. Prints OK with what the store holds, or DAMAGED / "
+        "NOT A STORE / OTHER SCHEMA with the cause and the fix. Exit code: 0 OK; 1 damaged, "
+        "not a store or another schema; 2 no file at the path, or bad arguments.",
+    )
+    check.add_argument(
+        "--quick",
+        action="store_true",
+        help="run SQLite's quick_check instead (finds damaged pages, but does not check that "
+        "the indexes agree with their tables; about 4x faster on a large store)",
+    )
+    check.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    check.set_defaults(func=run_store_check)
+
+    repair = actions.add_parser(
+        "repair",
+        parents=[common],
+        help="salvage what can be read of a damaged store into a new one (the damaged file "
+        "is kept)",
+        description="Copy every entry (triples and document id links) and vector that can "
+        "still be read from a damaged store into a new store, then move the damaged file "
+        "aside as <name>.damaged-<time> (unchanged) and the new one into its place. Refused "
+        "(exit 2, nothing changed) for a healthy store unless --force, for a file that is "
+        "not a neocorrag store, while `neocorrag index` runs on the store, or when the "
+        "store's folder is not writable.",
+    )
+    repair.add_argument(
+        "--force", action="store_true", help="rebuild a store even if it passes the check"
+    )
+    repair.add_argument("--json", action="store_true", help="print the report as JSON")
+    repair.set_defaults(func=run_store_repair)
 
     export = actions.add_parser("export", parents=[common], help="write the store as JSON lines")
     export.add_argument("file", help="output file (- for stdout)")
@@ -190,6 +406,12 @@ def add_store_parser(sub: Any) -> None:
         help="add the entries of an export (stored ones are skipped)",
     )
     imp.add_argument("file", help="a file written by `neocorrag store export` (- for stdin)")
+    imp.add_argument(
+        "--allow-truncated",
+        action="store_true",
+        help="import the entries of a file without its end marker (cut short, or exported "
+        "by an older neocorrag) instead of refusing it",
+    )
     imp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     imp.set_defaults(func=run_store_import)
 

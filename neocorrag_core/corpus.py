@@ -22,7 +22,13 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from neocorrag_core.formats import _SCANNED_ROWS, DataFormatError, read_json_or_lines
+from neocorrag_core.formats import (
+    _SCANNED_ROWS,
+    DataFormatError,
+    json_error_text,
+    loads_text,
+    read_json_or_lines,
+)
 from neocorrag_core.formats import detect_format as detect_data_format
 from neocorrag_core.triples.extractor import passage_document
 from neocorrag_core.types import Passage
@@ -285,7 +291,7 @@ def _peek(file: Path) -> tuple[bool, Any]:
             if file.suffix == ".jsonl":
                 return True, _UNREAD
             try:
-                data = json.loads(first.decode("utf-8-sig"))
+                data = loads_text(first.decode("utf-8-sig"))
             except (ValueError, RecursionError):  # a document spread over lines, or not JSON
                 return False, _UNREAD
             if next(lines, None) is None:
@@ -305,14 +311,15 @@ def _json_lines(file: Path) -> Iterator[Any]:
             if not raw.strip():
                 continue
             try:
-                yield json.loads(raw.decode("utf-8"))
+                yield loads_text(raw.decode("utf-8"))
             except UnicodeDecodeError as err:
                 raise DataFormatError(
                     f"{file}: line {number} is not UTF-8 text (byte {err.start})"
                 ) from None
             except json.JSONDecodeError as err:
                 raise DataFormatError(
-                    f"{file}: line {number} does not parse as JSON ({err.msg}, column {err.colno})"
+                    f"{file}: line {number} does not parse as JSON "
+                    f"({json_error_text(err, line=False)})"
                 ) from None
             except RecursionError:
                 raise DataFormatError(f"{file}: line {number} nests JSON too deeply") from None

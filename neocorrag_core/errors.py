@@ -30,7 +30,23 @@ class InputError(NeocorragError, ValueError):
 
 class StoreError(NeocorragError, OSError):
     """A triple store cannot be opened, read or written; the message names the file, the cause
-    and the fix. A corrupt store is never overwritten."""
+    and the fix. A corrupt store is never overwritten.
+
+    ``kind`` sorts the cause: ``"damaged"`` (not a store, or damaged pages), ``"removed"``
+    (the file was deleted or replaced while open), ``"read-only"``, ``"busy"``, ``"full"``
+    or ``"other"``.
+    """
+
+    def __init__(self, *args: object, kind: str = "other") -> None:
+        super().__init__(*args)
+        self.kind = kind
+
+    def __reduce__(self) -> tuple[object, ...]:  # keep ``kind`` across pickling (workers)
+        return (_store_error, (self.args, self.kind))
+
+
+def _store_error(args: tuple[object, ...], kind: str) -> StoreError:
+    return StoreError(*args, kind=kind)
 
 
 class ModelLoadError(NeocorragError, RuntimeError, OSError):
@@ -53,8 +69,15 @@ class ModelCallError(NeocorragError, RuntimeError):
     failed; the message names the component and the original error, which is chained."""
 
 
+class EmbedderError(ModelCallError, ValueError):
+    """An embedder raised, or returned vectors that cannot be used (wrong shape or width,
+    NaN or infinity); the message names the embedder. Nothing of such a reply is cached.
+    Also a ``ValueError``, what a bad reply raised before this class existed."""
+
+
 __all__ = [
     "ConfigError",
+    "EmbedderError",
     "InputError",
     "MissingDependencyError",
     "ModelCallError",

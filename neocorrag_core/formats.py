@@ -19,11 +19,13 @@ Formats (see ``../shared/data/README.md`` for the fields):
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from neocorrag_core.errors import InputError
+from neocorrag_core.validation import clean_text
 
 QUESTION_FORMATS = ("musique", "hotpotqa", "hotpotqa-columnar", "2wiki")
 """Formats whose rows are questions (each with its own passages)."""
@@ -40,13 +42,59 @@ class DataFormatError(InputError):
     """
 
 
+# A \uD800-\uDFFF escape that is not half of a pair: the only way a lone surrogate gets into
+# what json.loads returns from valid UTF-8 text. (An escaped backslash before "ud800" also
+# matches: a false alarm, which costs one walk over the parsed value.)
+_LONE_SURROGATE_ESCAPE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def clean_json(value: Any) -> Any:
+    """``value`` (parsed JSON) with lone surrogates in its strings, keys included, replaced
+    by U+FFFD (:func:`~neocorrag_core.validation.clean_text`); new lists and dicts, the
+    same scalars. For data that came from ``json.loads``: what reads a data file hands on
+    only valid text."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [clean_json(item) for item in value]
+    if isinstance(value, dict):
+        return {clean_json(key): clean_json(item) for key, item in value.items()}
+    return value
+
+
+def loads_text(text: str) -> Any:
+    """``json.loads(text)``, with lone surrogates (a ``"\\ud800"`` escape) replaced by
+    U+FFFD in every string of the result (:func:`clean_json`). Only text that holds such
+    an escape is walked, so a clean file costs one regular-expression scan more."""
+    value = json.loads(text)
+    if _LONE_SURROGATE_ESCAPE.search(text):
+        return clean_json(value)
+    return value
+
+
+def json_error_text(err: json.JSONDecodeError, *, line: bool = True) -> str:
+    """Where and why ``err`` stopped parsing, as words: ``"Expecting value at line 3 column
+    7"`` (``line=False``: ``"... at column 7"``, for one line of JSON lines).
+
+    ``str(err)`` reads ``"msg: line 3 column 7 (char 20)"``, and some of ``json``'s messages
+    end in "at" (``"Invalid control character at"``, ``"Unterminated string starting
+    at"``), so gluing the parts together by hand gave "... at, column 42" and "starting at
+    at line 61"."""
+    where = f"line {err.lineno} column {err.colno}" if line else f"column {err.colno}"
+    return f"{err.msg.removesuffix(' at')} at {where}"
+
+
 def read_json_or_lines(path: str | Path, *, what: str = "data file") -> Any:
     """Parse ``path`` as one JSON document, or as JSON lines (one value per line).
 
     A ``.jsonl`` file is read as lines directly; a leading UTF-8 byte-order mark is
     skipped. Errors name the file: missing (``FileNotFoundError``), unreadable (the
     ``OSError``, e.g. a folder or no permission), not UTF-8, empty, or neither JSON nor
-    JSON lines (:class:`DataFormatError`, with where it stops parsing).
+    JSON lines (:class:`DataFormatError`, with where it stops parsing). Lone surrogates
+    that ``\\ud800``-style escapes put in strings are replaced by U+FFFD (:func:`loads_text`).
     """
     path = Path(path).expanduser()
     try:
@@ -69,7 +117,7 @@ def read_json_or_lines(path: str | Path, *, what: str = "data file") -> Any:
     whole_error: json.JSONDecodeError | None = None
     if path.suffix != ".jsonl":
         try:
-            return json.loads(raw)
+            return loads_text(raw)
         except json.JSONDecodeError as err:
             whole_error = err  # maybe JSON lines without the .jsonl suffix
         except RecursionError:
@@ -81,16 +129,16 @@ def read_json_or_lines(path: str | Path, *, what: str = "data file") -> Any:
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            rows.append(loads_text(line))
         except json.JSONDecodeError as err:
             if whole_error is None:  # a .jsonl file: only JSON lines were tried
                 raise DataFormatError(
-                    f"{path}: line {number} does not parse as JSON ({err.msg}, column {err.colno})"
+                    f"{path}: line {number} does not parse as JSON "
+                    f"({json_error_text(err, line=False)})"
                 ) from None
             raise DataFormatError(
-                f"{path} is neither JSON ({whole_error.msg} at line {whole_error.lineno} "
-                f"column {whole_error.colno}) nor JSON lines (line {number} does not parse: "
-                f"{err.msg})"
+                f"{path} is neither JSON ({json_error_text(whole_error)}) nor JSON lines "
+                f"(line {number} does not parse: {json_error_text(err, line=False)})"
             ) from None
         except RecursionError:
             raise DataFormatError(f"{path}: line {number} nests JSON too deeply") from None
@@ -164,7 +212,10 @@ __all__ = [
     "PASSAGE_FORMATS",
     "QUESTION_FORMATS",
     "DataFormatError",
+    "clean_json",
     "detect_format",
+    "json_error_text",
     "json_type_name",
+    "loads_text",
     "read_json_or_lines",
 ]

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from neocorrag_core.models import LanguageModel, end_of_turn_token_id
+from neocorrag_core.validation import clean_text
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +36,10 @@ def text_token_ids_batch(tokenizer: Any, texts: Sequence[str]) -> list[list[int]
     """:func:`text_token_ids` of each text, tokenized as one batch."""
     if not texts:
         return []
+    # The tokenizer's last line of defence against text that is not valid Unicode (lone
+    # surrogates): it cannot encode them. The edges clean what they take in; this covers
+    # text made in between (an LM's draft, a component given raw text).
+    texts = [clean_text(text) for text in texts]
     encoded = _plain_ids(tokenizer, texts)
     markers = _added_markers(tokenizer)
     # <unk> is how some tokenizers spell characters they lack: ordinary text, not a marker.

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,14 +32,43 @@ def _fold_latin_accents(text: str) -> str:
     return unicodedata.normalize("NFC", _LATIN_ACCENTS.sub("", unicodedata.normalize("NFD", text)))
 
 
+_MEMO: ContextVar[dict[tuple[str, bool], str] | None] = ContextVar(
+    "neocorrag_normalize_memo", default=None
+)
+
+
+@contextmanager
+def normalization_memo() -> Iterator[None]:
+    """Remember :func:`normalize_entity`'s keys for the length of one call (this thread or
+    task only): a call's graph, links, focus and entity matching normalize the same few
+    hundred names over a thousand times. Outside such a block nothing is remembered."""
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
 def normalize_entity(name: str, *, fold_accents: bool = True) -> str:
     """Matching key of an entity: NFKC, Latin accents folded, case-folded, collapsed spaces,
     outer punctuation stripped.
 
     Only used to decide which mentions are the same node; the surface form is kept
     for display and for the chain text. ``fold_accents=False`` is the key before accents
-    were folded, which the triple store's stored entity keys still use.
+    were folded, which the triple store's stored entity keys still use. Memoised inside a
+    :func:`normalization_memo` block (the miner opens one per call).
     """
+    memo = _MEMO.get()
+    if memo is None:
+        return _normalized(name, fold_accents)
+    key = (name, fold_accents)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _normalized(name, fold_accents)
+    return found
+
+
+def _normalized(name: str, fold_accents: bool) -> str:
     text = unicodedata.normalize("NFKC", name)
     if fold_accents:
         text = _fold_latin_accents(text)

@@ -6,26 +6,36 @@ import logging
 import math
 import time
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import replace
 from typing import Any
 
 from neocorrag_core.config import MinerConfig
 from neocorrag_core.diagnosis import loss_stages
 from neocorrag_core.entities import QueryEntityExtractor
-from neocorrag_core.errors import InputError
+from neocorrag_core.errors import InputError, StoreError
 from neocorrag_core.focus import CUT_REASONS, focus_kept
 from neocorrag_core.generation import text_token_ids
-from neocorrag_core.graph import EvidenceGraph
+from neocorrag_core.graph import EvidenceGraph, normalization_memo
+from neocorrag_core.limits import (
+    WorkLimits,
+    cap_triples,
+    check_limits,
+    collecting_notes,
+    within_new_texts,
+)
 from neocorrag_core.links import is_comparison, link_passages
-from neocorrag_core.models import LazyModels
+from neocorrag_core.models import LazyModels, VectorCache, text_key
 from neocorrag_core.prompt_budget import PromptTooLongError, TokenClipper, fit_prompt, prompt_limit
 from neocorrag_core.refine import passthrough, refine_passages
 from neocorrag_core.search import naive_search_paths, search_paths, select_seeds, to_chain
 from neocorrag_core.timing import timed
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.triples.base import triples_per_passage
-from neocorrag_core.triples.precomputed import triple_source_or_default
+from neocorrag_core.triples.precomputed import triple_source_or_default, vector_cache_of
+from neocorrag_core.triples.vectors import graph_texts, triple_texts
 from neocorrag_core.types import EvidenceChain, MiningResult, Passage, Triple
+from neocorrag_core.validation import clean_text
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +52,14 @@ class EvidenceChainMiner:
             the bundled Qwen2.5-Coder-0.5B-Instruct. Never loaded when
             ``config.decoding == "none"``.
         triple_source: where triples come from; defaults to ``Passage.metadata["triples"]``.
+        vectors: a persistent :class:`~neocorrag_core.models.VectorCache` for the vectors of
+            node and triple texts (e.g. a :class:`~neocorrag_core.triples.store.TripleStore`).
+            ``None``: the triple source's own (a
+            :class:`~neocorrag_core.triples.DefaultTripleSource` keeps them in its store),
+            else none. Only an embedder with an identity (the bundled MiniLM, a
+            sentence-transformers folder or name) reads and writes it.
+        limits: caps on what one call reads and embeds before the search
+            (:class:`~neocorrag_core.limits.WorkLimits`; ``None``: the defaults).
         show_progress: show progress bars while the default models are prepared.
 
     Models are resolved on first use and cached on the instance, so constructing
@@ -58,10 +76,14 @@ class EvidenceChainMiner:
         embedder: Any = None,
         lm: Any = None,
         triple_source: TripleSource | None = None,
+        vectors: VectorCache | None = None,
+        limits: WorkLimits | None = None,
         show_progress: bool = False,
     ) -> None:
         self.config = config or MinerConfig()
+        self.limits = check_limits(limits, "EvidenceChainMiner")
         self.triple_source = triple_source_or_default(triple_source, "EvidenceChainMiner")
+        self.vectors = vector_cache_of(self.triple_source, vectors, "EvidenceChainMiner")
         self.models = LazyModels(embedder, lm, show_progress=show_progress)
         # One extractor per mode in use (a per-call ``query_entities`` override gets its
         # own, and its spaCy model loads once).
@@ -81,6 +103,24 @@ class EvidenceChainMiner:
     def _extractor(self, mode: str) -> QueryEntityExtractor:
         return self._extractors.setdefault(mode, QueryEntityExtractor(mode))
 
+    def warm_up(self) -> None:
+        """Load now what a call would load on first use: the embedder (and its first
+        forward pass), the LM when the configuration decodes with one, the query-entity
+        extractor, and the persistent vector cache (the triple store opens).
+
+        Call it at service start so the first query costs what the next ones do; nothing
+        else changes (calls work the same without it).
+        """
+        probe = "warm up"
+        self.embedder.embed([probe])
+        if self.config.decoding != "none":
+            _ = self.lm
+        self._extractor(self.config.query_entities)("warm up", [])
+        identity = self.embedder.identity
+        if self.vectors is not None and identity is not None:
+            with suppress(StoreError):  # a cache that cannot open fails no call either
+                self.vectors.get_vectors(identity, [text_key(probe)])
+
     @property
     def show_progress(self) -> bool:
         """Whether progress bars show while the default models are prepared."""
@@ -96,7 +136,14 @@ class EvidenceChainMiner:
         """The resolved :class:`~neocorrag_core.models.LanguageModel` (loaded on first use)."""
         return self.models.lm
 
-    def mine(self, query: str, passages: Sequence[Passage], **overrides: Any) -> MiningResult:
+    def mine(
+        self,
+        query: str,
+        passages: Sequence[Passage],
+        *,
+        diagnose: bool = False,
+        **overrides: Any,
+    ) -> MiningResult:
         """Mine chains from ``passages`` (in retrieval order) and refine them for ``query``.
 
         Keyword overrides change config fields for this call only, e.g.
@@ -104,18 +151,31 @@ class EvidenceChainMiner:
         non-empty input: with no triples, the passages pass through unchanged; with no
         chain, the keep mode's link rules alone decide (``keep="paper"`` passes
         through); ``result.fallback`` says why either way.
+
+        ``diagnose=True`` also says, for each dropped passage, at which stage the chain
+        pipeline lost it (``DroppedPassage.stage``; what the benchmark reports); it is
+        extra work a query does not need, so it is off by default.
         """
         config = self.config.with_overrides(**overrides) if overrides else self.config
-        _validate_inputs(query, passages)
+        query = _validate_inputs(query, passages)
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        result = self._mine(query, list(passages), config, timings)
+        # The work caps that bound (WorkLimits) are noted; entity keys are memoised per call.
+        with collecting_notes() as capped, normalization_memo():
+            result = self._mine(query, list(passages), config, timings, diagnose)
+        if capped:
+            result.notes = [*capped, *(n for n in result.notes if n not in capped)]
         timings["total"] = time.perf_counter() - started
         result.timings = timings
         return result
 
     def _mine(
-        self, query: str, passages: list[Passage], config: MinerConfig, timings: dict[str, float]
+        self,
+        query: str,
+        passages: list[Passage],
+        config: MinerConfig,
+        timings: dict[str, float],
+        diagnose: bool,
     ) -> MiningResult:
         def fallback(reason: str, num_candidates: int = 0, **extra: Any) -> MiningResult:
             return MiningResult(
@@ -126,7 +186,13 @@ class EvidenceChainMiner:
             return MiningResult(query, [], [], [], 0, fallback="no_passages")
 
         with timed(timings, "triples"):
-            per_passage = triples_per_passage(self.triple_source, passages)
+            # Bounded before anything is embedded: triples per passage and per call, then
+            # the texts no cache holds (the embedder's work), lowest-ranked passages first.
+            per_passage = cap_triples(
+                triples_per_passage(self.triple_source, passages), self.limits
+            )
+            missing = self.embedder.missing(graph_texts(per_passage), cache=self.vectors)
+            per_passage = within_new_texts(per_passage, missing, self.limits, triple_texts)
         with timed(timings, "graph"):
             graph = EvidenceGraph.from_triples(t for ts in per_passage for t in ts)
         if not graph.triples:
@@ -137,13 +203,15 @@ class EvidenceChainMiner:
 
         with timed(timings, "embed"):
             nodes = graph.nodes
-            texts = [query, *entities, *(graph.surface[n] for n in nodes)]
-            texts += [t.text for t in graph.triples]
-            vectors = self.embedder.embed(texts)
-            query_vec = vectors[0]
-            entity_vecs = vectors[1 : 1 + len(entities)]
-            node_vecs = vectors[1 + len(entities) : 1 + len(entities) + len(nodes)]
-            triple_vecs = vectors[1 + len(entities) + len(nodes) :]
+            # Node and triple texts are the passages' own: their vectors persist (stored
+            # passages were embedded when stored). The question and its entities are new.
+            known = self.embedder.embed(
+                [*(graph.surface[n] for n in nodes), *(t.text for t in graph.triples)],
+                cache=self.vectors,
+            )
+            node_vecs, triple_vecs = known[: len(nodes)], known[len(nodes) :]
+            asked = self.embedder.embed([query, *entities])
+            query_vec, entity_vecs = asked[0], asked[1:]
 
         with timed(timings, "search"):
             seeds = select_seeds(nodes, node_vecs, entity_vecs, query_vec, config)
@@ -180,19 +248,20 @@ class EvidenceChainMiner:
                 triples_by_id: dict[str, Sequence[Triple]] = {
                     p.id: ts for p, ts in zip(passages, per_passage, strict=True)
                 }
-                stages = loss_stages(
-                    [d.passage for d in dropped],
-                    triples_by_id,
-                    graph,
-                    seeds.nodes,
-                    triple_vecs @ query_vec,
-                    candidates,
-                    chains,
-                    # Naive search walks every edge: nothing it misses was pruned.
-                    tau_edge=config.tau_edge if config.search != "naive" else -math.inf,
-                    max_hops=config.max_hops,
-                )
-                dropped = [replace(d, stage=stages.get(d.passage.id)) for d in dropped]
+                if diagnose and dropped:
+                    stages = loss_stages(
+                        [d.passage for d in dropped],
+                        triples_by_id,
+                        graph,
+                        seeds.nodes,
+                        triple_vecs @ query_vec,
+                        candidates,
+                        chains,
+                        # Naive search walks every edge: nothing it misses was pruned.
+                        tau_edge=config.tau_edge if config.search != "naive" else -math.inf,
+                        max_hops=config.max_hops,
+                    )
+                    dropped = [replace(d, stage=stages.get(d.passage.id)) for d in dropped]
                 if config.passage_focus in CUT_REASONS:
                     cut = CUT_REASONS[config.passage_focus]
                     kept = focus_kept(kept, triples_by_id, entities, chains, query, cut)
@@ -320,7 +389,10 @@ class EvidenceChainMiner:
         return chains, output.prompt_tokens, output.generated_tokens
 
 
-def _validate_inputs(query: str, passages: Sequence[Passage]) -> None:
+def _validate_inputs(query: str, passages: Sequence[Passage]) -> str:
+    """The query to mine for, lone surrogates replaced by U+FFFD (:func:`clean_text`: the
+    embedder's and the LM's tokenizers cannot take them), or an :class:`InputError` for a
+    query or passages the miner cannot use. Passages cleaned their own text when built."""
     if not isinstance(query, str) or not query.strip():
         raise InputError("query must be a non-empty string")
     if isinstance(passages, (str, bytes)) or not isinstance(passages, Sequence):
@@ -338,6 +410,7 @@ def _validate_inputs(query: str, passages: Sequence[Passage]) -> None:
                 "are found by which passage a chain's triples came from"
             )
         ids.add(passage.id)
+    return clean_text(query)
 
 
 def _unique_by_text(chains: list[EvidenceChain]) -> list[EvidenceChain]:

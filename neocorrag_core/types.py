@@ -14,6 +14,7 @@ from typing import Any
 from neocorrag_core.cost import Cost
 from neocorrag_core.errors import InputError
 from neocorrag_core.rendering import ChainFormat, render_chains, render_context
+from neocorrag_core.validation import clean_text
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,9 @@ class Passage:
 
     ``metadata`` may carry precomputed triples under ``"triples"`` (see
     :class:`neocorrag_core.triples.MetadataTripleSource`); ``None`` is taken as ``{}``.
-    Wrong types raise :class:`~neocorrag_core.errors.InputError` at construction.
+    Wrong types raise :class:`~neocorrag_core.errors.InputError` at construction. Lone
+    surrogates in ``id``, ``text`` and ``title`` (text that is not valid Unicode) are
+    replaced by U+FFFD at construction (:func:`~neocorrag_core.validation.clean_text`).
     """
 
     id: str
@@ -38,6 +41,11 @@ class Passage:
             raise InputError(f"Passage.text must be a string, got {type(self.text).__name__}")
         if not isinstance(self.title, str):
             raise InputError(f"Passage.title must be a string, got {type(self.title).__name__}")
+        for name in ("id", "text", "title"):  # frozen: set the cleaned text the hard way
+            value = getattr(self, name)
+            cleaned = clean_text(value)
+            if cleaned is not value:
+                object.__setattr__(self, name, cleaned)
         if self.metadata is None:  # what "no metadata" often looks like in user code
             object.__setattr__(self, "metadata", {})
         if not isinstance(self.metadata, Mapping):

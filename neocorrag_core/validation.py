@@ -1,4 +1,5 @@
-"""Field checks shared by every configuration object, raising :class:`ConfigError` at construction.
+"""Field checks shared by every configuration object, raising :class:`ConfigError` at construction,
+and :func:`clean_text`, which makes untrusted text valid Unicode where it enters.
 
 One place decides what a valid integer, number, flag or choice is, so ``MinerConfig``,
 ``ReformulationConfig`` and the adapters reject the same things with the same words: NaN and
@@ -105,4 +106,35 @@ def check_instance(
     )
 
 
-__all__ = ["check_bool", "check_choice", "check_instance", "check_int", "check_number"]
+def clean_text(value: str) -> str:
+    """``value`` as valid Unicode: each lone surrogate replaced by U+FFFD.
+
+    A Python string can hold code points U+D800-U+DFFF that encode no character: what
+    ``json.loads('"\\ud800"')`` returns, or a ``surrogateescape`` decode of bytes that are
+    not UTF-8 (file names, ``sys.argv``). Such a string is not UTF-8, so a tokenizer raises
+    ``TypeError`` on it and ``str.encode``, ``hashlib`` and SQLite a ``UnicodeEncodeError``,
+    deep inside a call. Every place where text enters neocorrag (passages, triples, queries,
+    documents, data files, store imports) passes it through here, so the rest of the code
+    only ever sees valid text. A high and a low surrogate in a row (a character written as
+    two UTF-16 halves) become the character they encode. Returns ``value`` itself when it
+    is valid, the common case, which costs one ``isascii`` or one encode.
+    """
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        # UTF-16 pairs the halves that belong together; "replace" turns each lone one
+        # into U+FFFD.
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return value
+
+
+__all__ = [
+    "check_bool",
+    "check_choice",
+    "check_instance",
+    "check_int",
+    "check_number",
+    "clean_text",
+]

@@ -25,7 +25,7 @@ from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.triples import DefaultTripleSource, TripleSource
 from neocorrag_core.types import Passage
-from neocorrag_core.validation import check_bool, check_choice, check_int
+from neocorrag_core.validation import check_bool, check_choice, check_int, clean_text
 from neocorrag_integrations.metadata_keys import (
     CHAIN_IDS,
     CHAINS,
@@ -122,8 +122,10 @@ def check_fields(owner: str, name: str, value: Any) -> dict[str, Any]:
 
 
 def check_query(owner: str, query: Any) -> str:
-    """``query`` as given, or an :class:`~neocorrag_core.errors.InputError` when it is not a
-    non-empty string (the engine needs a question to tie the documents to)."""
+    """``query`` with lone surrogates replaced by U+FFFD
+    (:func:`~neocorrag_core.validation.clean_text`; callers go on with the returned
+    string), or an :class:`~neocorrag_core.errors.InputError` when it is not a non-empty
+    string (the engine needs a question to tie the documents to)."""
     if not isinstance(query, str):
         raise InputError(
             f"{owner}: the query must be a non-empty string, got {type(query).__name__} "
@@ -133,7 +135,7 @@ def check_query(owner: str, query: Any) -> str:
         raise InputError(
             f"{owner}: the query is empty or only whitespace; pass the question to answer"
         )
-    return query
+    return clean_text(query)
 
 
 def check_sequence(owner: str, name: str, documents: Any, kind: str) -> list[Any]:
@@ -256,6 +258,9 @@ def checked_sources(documents: Sequence[SourceDocument]) -> list[SourceDocument]
 
     A LangChain ``Document`` validates them at construction but not on assignment, so one
     changed after it was built reaches us unchecked (LlamaIndex nodes validate both).
+    Lone surrogates in the id, the text and ``metadata["title"]`` are replaced by U+FFFD
+    (:func:`~neocorrag_core.validation.clean_text`), so ids, content hashes and store keys
+    are computed on valid text; the caller's document is not changed.
     """
     out = []
     for i, doc in enumerate(documents):
@@ -271,8 +276,22 @@ def checked_sources(documents: Sequence[SourceDocument]) -> list[SourceDocument]
                 f"documents[{i}] (id {doc.id!r}): its {what} must be {expected}, got "
                 f"{type(value).__name__}"
             )
-        out.append(doc)
+        out.append(_clean_source(doc))
     return out
+
+
+def _clean_source(doc: SourceDocument) -> SourceDocument:
+    """``doc`` with its id, text and title cleaned (:func:`clean_text`); ``doc`` itself when
+    they are valid already."""
+    doc_id = clean_text(doc.id) if isinstance(doc.id, str) else doc.id
+    text = clean_text(doc.text)
+    metadata = doc.metadata
+    title = metadata.get("title")
+    if isinstance(title, str) and clean_text(title) is not title:
+        metadata = {**metadata, "title": clean_text(title)}
+    if doc_id is doc.id and text is doc.text and metadata is doc.metadata:
+        return doc
+    return replace(doc, id=doc_id, text=text, metadata=metadata)
 
 
 def to_passages(documents: Sequence[SourceDocument]) -> list[Passage]:
@@ -311,9 +330,9 @@ def plan_refinement(
     """Mine ``documents`` for ``query`` and decide what the adapter returns.
 
     Raises :class:`~neocorrag_core.errors.InputError` for a query that is not a non-empty
-    string, as the engine does.
+    string, as the engine does; lone surrogates in it are replaced (:func:`check_query`).
     """
-    check_query("neocorrag", query)
+    query = check_query("neocorrag", query)
     documents = checked_sources(documents)
     # A chain document from an earlier refinement is our own output, not evidence: it is not
     # mined (it would take a top-N slot) and is replaced by this pass's chain document.
@@ -551,6 +570,11 @@ class RefinerSettings(BaseModel):
         """The engine configuration in force for this adapter's calls."""
         return self._miner.config.with_overrides(**self.engine_overrides())
 
+    def warm_up(self) -> None:
+        """Load the engine's models and open its store now, not at the first call
+        (:meth:`~neocorrag_core.EvidenceChainMiner.warm_up`); for service start-up."""
+        self._miner.warm_up()
+
     def describe_engine(self) -> str:
         """A short model description for events and logs (loads nothing)."""
         decoding = self.effective_config().decoding
@@ -563,7 +587,7 @@ class RefinerSettings(BaseModel):
         non-empty string.
         """
         owner = type(self).__name__
-        check_query(owner, query)
+        query = check_query(owner, query)
         # The two output settings never reach the engine: check a value assigned later here.
         check_bool(owner, "include_chains", self.include_chains)
         check_choice(owner, "chains_position", self.chains_position, ("first", "last"))

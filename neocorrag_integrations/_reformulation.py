@@ -386,9 +386,10 @@ class ReformulationSettings(BaseModel):
         its documents (raising on foreign objects, which becomes a ``RetrievalError``).
 
         ``k`` overrides the configured number of documents for this call. A query that is
-        not a non-empty string raises :class:`~neocorrag_core.errors.InputError`.
+        not a non-empty string raises :class:`~neocorrag_core.errors.InputError`; lone
+        surrogates in it are replaced by U+FFFD, and the wrapped retriever gets it so.
         """
-        check_query(type(self).__name__, query)
+        query = check_query(type(self).__name__, query)
         n = self.call_k(k)
         call = ReformulationCall(to_sources)
         search = call.search_with(fetch)
@@ -404,7 +405,7 @@ class ReformulationSettings(BaseModel):
     ) -> list[ReformedItem[T]]:
         """Async :meth:`reformulate`: the queries of one round are sent concurrently and the
         LM steps run in a worker thread."""
-        check_query(type(self).__name__, query)
+        query = check_query(type(self).__name__, query)
         n = self.call_k(k)
         call = ReformulationCall(to_sources)
         search = call.asearch_with(afetch)

@@ -182,6 +182,12 @@ class NeocorRAGEmbeddings(Embeddings):
     def _resolved(self) -> TextEmbedder:
         return self._embedder.get(lambda: resolve_embedder(self._spec))
 
+    def text_embedder(self) -> TextEmbedder:
+        """The engine's embedder behind this object (models load on first use): an engine
+        given this object shares it, its cache included (a query embedded by the retriever
+        is not embedded again by the compressor)."""
+        return self._resolved()
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Unit-length vectors, one per text; ``InputError`` unless ``texts`` is a list of
         strings."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 try:
     from langchain_core.documents import BaseDocumentTransformer, Document
@@ -36,6 +36,7 @@ from neocorrag_core.triples.ingest import MetadataFormat, TripleAnnotator
 from neocorrag_core.triples.precomputed import METADATA_KEY
 from neocorrag_core.triples.store import CacheStats
 from neocorrag_core.types import Passage
+from neocorrag_core.validation import clean_text
 from neocorrag_integrations._common import (
     SourceDocument,
     check_sequence,
@@ -63,7 +64,9 @@ class TripleExtractorTransformer(BaseDocumentTransformer):
 
     Returns new documents (the input is not modified), in the same order, with the same
     ids. Documents that already have ``metadata["triples"]`` are returned unchanged (as
-    copies). For the others, the triples come from the triple store when it has the
+    copies). Text that is not valid Unicode (lone surrogates in the text, title or id) is
+    read, hashed and stored with U+FFFD in their place; the returned copies keep it as
+    given. For the others, the triples come from the triple store when it has the
     document's text (any earlier ingestion or query, under any id) and are otherwise
     extracted and written to it; a document's ``id``, when set, is recorded with them.
     ``atransform_documents`` runs the same work in a worker thread, off the event loop.
@@ -78,6 +81,10 @@ class TripleExtractorTransformer(BaseDocumentTransformer):
         metadata_format: ``"list"`` (``[[subject, relation, object], ...]``) or ``"json"``
             (that list as a JSON string, for vector stores with flat metadata, e.g. Chroma).
         batch_size: documents per extraction batch and store transaction.
+        embedder: whose vectors of the node and triple texts are stored beside the triples,
+            so queries over these documents embed only the question: ``None``, the bundled
+            MiniLM the compressor uses by default; a sentence-transformers name or folder
+            (the compressor's ``embedder=``); ``False`` for none.
         show_progress: a progress bar over the batches.
 
     Raises :class:`~neocorrag_core.errors.ConfigError` for a bad setting, and
@@ -91,6 +98,7 @@ class TripleExtractorTransformer(BaseDocumentTransformer):
         store: str | os.PathLike[str] | None = None,
         metadata_format: MetadataFormat = "list",
         batch_size: int = 32,
+        embedder: str | Literal[False] | None = None,
         show_progress: bool = False,
     ) -> None:
         self._annotator = TripleAnnotator(
@@ -98,6 +106,7 @@ class TripleExtractorTransformer(BaseDocumentTransformer):
             store,
             metadata_format=metadata_format,
             batch_size=batch_size,
+            embedder=embedder,
             show_progress=show_progress,
             owner=type(self).__name__,
         )
@@ -139,7 +148,9 @@ class TripleExtractorTransformer(BaseDocumentTransformer):
                     f"documents[{i}] is a {type(doc).__name__}; {owner} takes langchain_core "
                     "Document objects"
                 )
-        ids = [[doc.id] if isinstance(doc.id, str) and doc.id else [] for doc in documents]
+        ids = [
+            [clean_text(doc.id)] if isinstance(doc.id, str) and doc.id else [] for doc in documents
+        ]
         found = self._annotator.annotate(document_passages(documents), ids)
         out = []
         for doc, triples in zip(documents, found, strict=True):

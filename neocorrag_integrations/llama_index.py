@@ -256,6 +256,12 @@ class NeocorRAGEmbedding(BaseEmbedding):
         embedder: TextEmbedder = self._embedder.get(lambda: resolve_embedder(self._spec))
         return embedder
 
+    def text_embedder(self) -> TextEmbedder:
+        """The engine's embedder behind this object (models load on first use): an engine
+        given this object shares it, its cache included (a query embedded by the retriever
+        is not embedded again by the postprocessor)."""
+        return self._resolved()
+
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         texts = check_sequence("NeocorRAGEmbedding", "texts", texts, "strings")
         for i, text in enumerate(texts):

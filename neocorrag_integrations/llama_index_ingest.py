@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 try:
     from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
@@ -42,6 +42,7 @@ from neocorrag_core.triples.ingest import MEMORY_STORE, MetadataFormat, TripleAn
 from neocorrag_core.triples.precomputed import METADATA_KEY
 from neocorrag_core.triples.store import CacheStats
 from neocorrag_core.types import Passage
+from neocorrag_core.validation import clean_text
 from neocorrag_integrations._common import SourceDocument, check_sequence, to_passages
 
 __all__ = ["TripleExtractorTransform", "node_passages", "node_source"]
@@ -69,7 +70,9 @@ class TripleExtractorTransform(TransformComponent):
     the triples come from the triple store when it has the node's text (any earlier
     ingestion or query, under any id) and are otherwise extracted and written to it; the
     node id and its source document's id (``ref_doc_id``) are recorded with them. Nodes are
-    updated in place (as LlamaIndex's metadata extractors do) and returned.
+    updated in place (as LlamaIndex's metadata extractors do) and returned. Text that is
+    not valid Unicode (lone surrogates in the text, title or ids) is read, hashed and
+    stored with U+FFFD in their place; the node keeps it as given.
 
     Works with ``IngestionPipeline.run(num_workers=N)``: the transform pickles with its
     settings only; each worker process loads the extractor and opens the store itself, and
@@ -85,6 +88,10 @@ class TripleExtractorTransform(TransformComponent):
         metadata_format: ``"list"`` (``[[subject, relation, object], ...]``) or ``"json"``
             (that list as a JSON string, for vector stores with flat metadata).
         batch_size: nodes per extraction batch and store transaction.
+        embedder: whose vectors of the node and triple texts are stored beside the triples,
+            so queries over these nodes embed only the question: ``None``, the bundled
+            MiniLM the postprocessor uses by default; a sentence-transformers name or folder
+            (the postprocessor's ``embedder=``); ``False`` for none.
         show_progress: a progress bar over the batches.
 
     Raises :class:`~neocorrag_core.errors.ConfigError` for a bad setting, and
@@ -102,6 +109,11 @@ class TripleExtractorTransform(TransformComponent):
         default="list", description="'list' of [s, r, o], or 'json' (one string)."
     )
     batch_size: int = Field(default=32, description="Nodes per extraction batch.")
+    embedder: str | bool | None = Field(
+        default=None,
+        description="Whose vectors of the node and triple texts are stored with the triples: "
+        "None = the bundled MiniLM, a sentence-transformers name or folder, False = none.",
+    )
     show_progress: bool = Field(default=False, description="Show a progress bar.")
 
     _annotator: TripleAnnotator = PrivateAttr()
@@ -113,6 +125,7 @@ class TripleExtractorTransform(TransformComponent):
         store: str | os.PathLike[str] | None = None,
         metadata_format: MetadataFormat = "list",
         batch_size: int = 32,
+        embedder: str | Literal[False] | None = None,
         show_progress: bool = False,
     ) -> None:
         owner = type(self).__name__
@@ -128,6 +141,7 @@ class TripleExtractorTransform(TransformComponent):
             store,
             metadata_format=metadata_format,
             batch_size=batch_size,
+            embedder=embedder,
             show_progress=show_progress,
             owner=owner,
         )
@@ -136,6 +150,7 @@ class TripleExtractorTransform(TransformComponent):
             "store": annotator.store_path,
             "metadata_format": metadata_format,
             "batch_size": batch_size,
+            "embedder": embedder,
             "show_progress": show_progress,
         }
         super().__init__(**fields)
@@ -190,6 +205,8 @@ class TripleExtractorTransform(TransformComponent):
 
 
 def _document_ids(node: BaseNode) -> list[str]:
-    """The ids a node is known by: its own, and its source document's."""
+    """The ids a node is known by: its own, and its source document's (lone surrogates
+    replaced, as in the passage ids: :func:`~neocorrag_core.validation.clean_text`)."""
     ref = node.ref_doc_id
-    return [node.node_id] if ref is None or ref == node.node_id else [node.node_id, ref]
+    ids = [node.node_id] if ref is None or ref == node.node_id else [node.node_id, ref]
+    return [clean_text(doc_id) for doc_id in ids]

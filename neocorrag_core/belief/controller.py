@@ -22,7 +22,7 @@ from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
 from neocorrag_core.search_calls import AsyncSearchFn, SearchFn, acall_search, call_search
 from neocorrag_core.types import Passage
-from neocorrag_core.validation import check_instance
+from neocorrag_core.validation import check_instance, clean_text
 
 from .calibrator import AFTER_SEARCH_FILE, AnswerabilityCalibrator, shipped_pair
 from .components import (
@@ -202,7 +202,8 @@ class BeliefController:
         """One episode for ``question``; ``search(query, k)`` returns passages, best first.
 
         Keyword overrides change :class:`BeliefConfig` fields for this call only
-        (all but ``max_evidence``, which the components' prompts were sized for).
+        (all but ``max_evidence``, which the components' prompts were sized for). Lone
+        surrogates in ``question`` are replaced by U+FFFD before any search or model sees it.
         """
         started = time.perf_counter()
         episode = self._episode(question, self._config(overrides))
@@ -240,6 +241,7 @@ class BeliefController:
     def _episode(self, question: str, config: BeliefConfig) -> _Episode:
         if not isinstance(question, str) or not question.strip():
             raise InputError("question must be a non-empty string")
+        question = clean_text(question)  # lone surrogates: U+FFFD, before any model sees it
         st = _State(EvidenceWorkspace(config.max_evidence))
         while True:
             index = len(st.steps)

@@ -214,7 +214,7 @@ class NeocorragMethod:
             self.memo.clear()  # the runner goes question by question: keep memory flat
         result = self.memo.get(key)
         if result is None:
-            result = self.miner.mine(question, passages, **shared)
+            result = self.miner.mine(question, passages, diagnose=True, **shared)
             self.memo[key] = result
             return replace(result, **block)
         # A reused result: its recorded timings, not this call's ~0 s, are the method's cost.

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,9 @@ from neocorrag_core.cost import Cost
 from neocorrag_core.entities import all_capitals, question_spans
 from neocorrag_core.errors import InputError, RetrievalError
 from neocorrag_core.generation import chat_prompt_ids, greedy_generate, text_token_ids
-from neocorrag_core.models import LazyModels
+from neocorrag_core.graph import normalization_memo
+from neocorrag_core.limits import WorkLimits, cap_triples, check_limits, collecting_notes
+from neocorrag_core.models import LazyModels, VectorCache
 from neocorrag_core.prompt_budget import PromptTooLongError, TokenClipper, fit_prompt, prompt_limit
 from neocorrag_core.search_calls import (
     AsyncSearchFn,
@@ -33,8 +35,9 @@ from neocorrag_core.search_calls import (
 from neocorrag_core.timing import timed
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.triples.base import triples_per_passage
-from neocorrag_core.triples.precomputed import triple_source_or_default
+from neocorrag_core.triples.precomputed import triple_source_or_default, vector_cache_of
 from neocorrag_core.types import Passage
+from neocorrag_core.validation import clean_text
 
 from .config import ReformulationConfig
 from .propositions import build_propositions, relation_sentences
@@ -130,6 +133,10 @@ class EvidenceReformulator:
             passages without triples take part through their lead sentence.
         models: share the lazily loaded models of another engine, e.g.
             ``EvidenceReformulator(models=miner.models)``; overrides embedder/lm.
+        vectors: a persistent vector cache for the propositions' texts (see
+            :class:`~neocorrag_core.EvidenceChainMiner`); ``None``: the triple source's own.
+        limits: caps on the triples read per passage and per round
+            (:class:`~neocorrag_core.limits.WorkLimits`); a cap that binds is in ``notes``.
 
     Thread-safe like :class:`~neocorrag_core.EvidenceChainMiner`: every call keeps its own
     state, and the LM's lock serializes generation.
@@ -143,10 +150,14 @@ class EvidenceReformulator:
         lm: Any = None,
         triple_source: TripleSource | None = None,
         models: LazyModels | None = None,
+        vectors: VectorCache | None = None,
+        limits: WorkLimits | None = None,
         show_progress: bool = False,
     ) -> None:
         self.config = config or ReformulationConfig()
+        self.limits = check_limits(limits, "EvidenceReformulator")
         self.triple_source = triple_source_or_default(triple_source, "EvidenceReformulator")
+        self.vectors = vector_cache_of(self.triple_source, vectors, "EvidenceReformulator")
         self.models = models or LazyModels(embedder, lm, show_progress=show_progress)
 
     # ------------------------------------------------------------------ drivers
@@ -157,7 +168,9 @@ class EvidenceReformulator:
         """The top-``k`` passages for ``question`` after evidence-guided reformulation.
 
         ``search(query, n)`` is called for the question and for each residual query.
-        Keyword overrides change config fields for this call only.
+        Keyword overrides change config fields for this call only. Lone surrogates in
+        ``question`` (text that is not valid Unicode) are replaced by U+FFFD before anything
+        sees it, ``search`` included.
         """
         started = time.perf_counter()
         loop = self._loop(question, k, self._config(overrides))
@@ -191,7 +204,7 @@ class EvidenceReformulator:
     # ------------------------------------------------------------------ the loop
 
     def _loop(self, question: str, k: int, config: ReformulationConfig) -> _Loop:
-        _check_call(question, k)
+        question = _check_call(question, k)
         state = _State(question)
         state.queries.append(ReformulationQuery(question, "original", 0))
         (first,) = yield [(question, config.first_k or k)]
@@ -241,8 +254,9 @@ class EvidenceReformulator:
         )
 
     def _propositions(self, pool: list[Passage], state: _State) -> list[Proposition]:
-        with timed(state.timings, "triples"):
-            per_passage = triples_per_passage(self.triple_source, pool)
+        with timed(state.timings, "triples"), collecting_notes() as capped:
+            per_passage = cap_triples(triples_per_passage(self.triple_source, pool), self.limits)
+        state.notes.extend(n for n in capped if n not in state.notes)
         return build_propositions(pool, per_passage)
 
     def _residual_round(
@@ -349,8 +363,7 @@ class EvidenceReformulator:
     ) -> list[Proposition]:
         if not candidates:
             return []
-        embedder = self.models.embedder
-        vecs = embedder.embed([state.question, *(p.text for p in candidates)])
+        vecs = self._embed([state.question], [p.text for p in candidates])
         named = question_spans(state.question)
         if all_capitals(state.question) or not any(ch.isupper() for ch in state.question):
             named = names_in_lower_case(state.question, passages)
@@ -459,6 +472,14 @@ class EvidenceReformulator:
 
     # ------------------------------------------------------------------ scoring
 
+    def _embed(self, queries: list[str], facts: list[str]) -> np.ndarray:
+        """Vectors of ``queries`` then ``facts``: the facts are the passages' own texts
+        (triples, sentences), read from the persistent cache when one is in use."""
+        embedder = self.models.embedder
+        known = embedder.embed(facts, cache=self.vectors)
+        asked = embedder.embed(queries)
+        return np.concatenate([asked, known]) if len(known) else asked
+
     def _rank(
         self,
         state: _State,
@@ -468,7 +489,7 @@ class EvidenceReformulator:
         config: ReformulationConfig,
     ) -> list[RankedPassage]:
         texts = [q.text for q in state.queries]
-        vecs = self.models.embedder.embed([*texts, *(p.text for p in props)])
+        vecs = self._embed(texts, [p.text for p in props])
         sims = np.asarray(vecs[len(texts) :]) @ np.asarray(vecs[: len(texts)]).T
         scores = rank_scores(sims, shared_entity_neighbors(props), config)
         by_passage = aggregate_to_passages(scores, props, config.aggregation)
@@ -530,11 +551,12 @@ class EvidenceReformulator:
         ``queries[0]`` must be the original question. This is the paper's *rerank*
         control when ``passages`` is the first pool and ``queries`` those a full run wrote.
         """
-        _check_call(question, k)
+        question = _check_call(question, k)
         if isinstance(queries, (str, bytes)) or not all(
-            isinstance(q, ReformulationQuery) for q in queries
+            isinstance(q, ReformulationQuery) and isinstance(q.text, str) for q in queries
         ):
             raise InputError("queries must be a list of ReformulationQuery")
+        queries = [replace(q, text=clean_text(q.text)) for q in queries]
         if not queries or queries[0].kind != "original":
             raise InputError("queries must start with the original question")
         if isinstance(passages, (str, bytes)) or not all(isinstance(p, Passage) for p in passages):
@@ -549,11 +571,14 @@ class EvidenceReformulator:
         return self._rank(state, self._propositions(pool, state), pool, k, config)
 
 
-def _check_call(question: object, k: object) -> None:
+def _check_call(question: object, k: object) -> str:
+    """The question of a call with lone surrogates replaced by U+FFFD (the loop, the
+    searches and the result use it), or an :class:`InputError` for a bad question or ``k``."""
     if not isinstance(question, str) or not question.strip():
         raise InputError("question must be a non-empty string")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InputError(f"k must be a positive integer, got {k!r}")
+    return clean_text(question)
 
 
 def _named_bridge(query: str, bridges: Sequence[str]) -> str:
@@ -582,7 +607,8 @@ def _advance(loop: _Loop, results: list[list[Passage]] | None) -> _Request | Ref
     """The loop's next search request, or its result. StopIteration must not cross into an
     asyncio future (it cannot be raised there), hence the conversion."""
     try:
-        return next(loop) if results is None else loop.send(results)
+        with normalization_memo():  # one step's entity keys, memoised
+            return next(loop) if results is None else loop.send(results)
     except StopIteration as done:
         result: ReformulationResult = done.value
         return result

@@ -24,7 +24,10 @@ from dataclasses import dataclass
 from neocorrag_core.errors import StoreError
 from neocorrag_core.indexing.base import Engine, check_aligned
 from neocorrag_core.indexing.stream import DEFAULT_CHUNK_SIZE, batched, chunked
+from neocorrag_core.models.embedder import TextEmbedder
+from neocorrag_core.triples.extractor import clean_triples
 from neocorrag_core.triples.store import TripleStore
+from neocorrag_core.triples.vectors import embed_graph_texts
 from neocorrag_core.types import Passage
 
 
@@ -39,6 +42,8 @@ class IndexReport:
     extracted: int = 0
     """Passages extracted and written by this run."""
     triples_written: int = 0
+    vectors_computed: int = 0
+    """Node and triple texts embedded and stored by this run (0 without an embedder)."""
     seconds: float = 0.0
     interrupted: bool = False
     """Stopped by Ctrl-C: what was written is kept; the same run again resumes."""
@@ -53,6 +58,7 @@ def index_corpus(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     show_progress: bool = True,
     on_wait: Callable[[int | None], None] | None = None,
+    embedder: TextEmbedder | None = None,
 ) -> IndexReport:
     """Extract the triples of every passage not yet in ``store`` with ``engine``; write them.
 
@@ -66,6 +72,10 @@ def index_corpus(
         chunk_size: passages read, checked against the store and dispatched at a time.
         show_progress: a progress bar (passages; the total is unknown for a stream).
         on_wait: called with the other run's pid if another indexer holds the store.
+        embedder: when given (with an identity), the vectors of every stored passage's node
+            and triple texts are computed too and kept in the store, so that queries over
+            the corpus embed only the question; a passage stored before without them gets
+            them now (:func:`~neocorrag_core.triples.vectors.embed_graph_texts`).
 
     A Ctrl-C during the run returns a report with ``interrupted`` set (what was written is
     kept); one while waiting for another indexer's lock propagates (nothing was done).
@@ -83,7 +93,9 @@ def index_corpus(
             engine.close()
     else:
         with store.indexer_lock(on_wait=on_wait):
-            report = _index(passages, store, engine, batch_size, chunk_size, show_progress)
+            report = _index(
+                passages, store, engine, batch_size, chunk_size, show_progress, embedder
+            )
     report.seconds = time.perf_counter() - started
     return report
 
@@ -95,8 +107,11 @@ def _index(
     batch_size: int,
     chunk_size: int,
     show_progress: bool,
+    embedder: TextEmbedder | None,
 ) -> IndexReport:
     from tqdm.auto import tqdm
+
+    vectors = embedder is not None and embedder.identity is not None
 
     report = IndexReport()
     finished = False
@@ -107,12 +122,27 @@ def _index(
                 todo = _missing(chunk, store, engine)
                 report.passages += len(chunk)
                 report.already_stored += len(chunk) - len(todo)
+                if vectors and len(todo) < len(chunk):  # stored before: fill missing vectors
+                    assert embedder is not None
+                    pending = {id(p) for p in todo}
+                    stored = [p for p in chunk if id(p) not in pending]
+                    for batch in batched(stored, 256):
+                        found = store.get_many(batch, engine.key)
+                        report.vectors_computed += embed_graph_texts(
+                            embedder, store, [f or [] for f in found]
+                        )
                 bar.update(len(chunk) - len(todo))
                 for batch, triples in engine.run(batched(todo, batch_size)):
                     check_aligned(batch, triples, f"the {engine.name} engine")
                     written = store.put_many(list(zip(batch, triples, strict=True)), engine.key)
                     report.extracted += len(batch)
                     report.triples_written += written
+                    if vectors:
+                        assert embedder is not None
+                        cleaned = [
+                            clean_triples(ts, p.id) for p, ts in zip(batch, triples, strict=True)
+                        ]
+                        report.vectors_computed += embed_graph_texts(embedder, store, cleaned)
                     bar.update(len(batch))
             finished = True
         except KeyboardInterrupt:

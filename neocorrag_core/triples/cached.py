@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from neocorrag_core.triples.extractor import TripleExtractor, clean_triples
@@ -18,6 +18,7 @@ from neocorrag_core.triples.keys import ExtractorKey, text_sha256
 from neocorrag_core.types import Passage, Triple
 
 if TYPE_CHECKING:
+    from neocorrag_core.triples.resilient import ResilientStore
     from neocorrag_core.triples.store import TripleStore
 
 # Records go to the store's logger: the name users configure for everything the store does.
@@ -40,17 +41,26 @@ class CachedTripleSource:
     extractions over the life of the source (the CLI and tests read it). Over a read-only
     store (a shared, pre-built cache) the stored passages are read as usual and the missing
     ones are extracted and returned but not stored, with one warning per source.
+
+    ``max_chars`` caps what the extractor reads of one passage (its beginning) and
+    ``max_chars_per_call`` what one :meth:`triples_for` call extracts in all: the passages
+    past it get no triples in that call and nothing is stored for them (the query-time
+    bound of :class:`~neocorrag_core.limits.WorkLimits`; ``None``: no cap, as at indexing).
     """
 
     def __init__(
         self,
-        store: TripleStore,
+        store: TripleStore | ResilientStore,
         extractor: TripleExtractor,
         *,
         batch_size: int = 32,
+        max_chars: int | None = None,
+        max_chars_per_call: int | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        self.max_chars = max_chars
+        self.max_chars_per_call = max_chars_per_call
         self.store = store
         self.extractor = extractor
         self.key = ExtractorKey.of(extractor)
@@ -70,7 +80,7 @@ class CachedTripleSource:
         result: list[list[Triple]] = [found or [] for found in stored]
         with self._lock:
             self.stats.hits += len(passages) - sum(len(v) for v in missing.values())
-        todo = [idxs[0] for idxs in missing.values()]
+        todo = self._within_budget([idxs[0] for idxs in missing.values()], passages, missing)
         if todo and self.store.read_only:
             self._extract_without_storing([passages[i] for i in todo], missing, passages, result)
             return result
@@ -79,13 +89,38 @@ class CachedTripleSource:
             self.extract_and_store(batch)
         if todo:
             # Read back, so every passage gets exactly the stored (cleaned) form.
-            again = self.store.get_many(
-                [passages[i] for idxs in missing.values() for i in idxs], self.key
-            )
-            flat = [i for idxs in missing.values() for i in idxs]
+            done = {text_sha256(passages[i]) for i in todo}
+            flat = [i for digest, idxs in missing.items() if digest in done for i in idxs]
+            again = self.store.get_many([passages[i] for i in flat], self.key)
             for i, found in zip(flat, again, strict=True):
                 result[i] = found or []
         return result
+
+    def _within_budget(
+        self, todo: list[int], passages: list[Passage], missing: dict[str, list[int]]
+    ) -> list[int]:
+        """The passages of ``todo`` that fit ``max_chars_per_call`` (in rank order)."""
+        if self.max_chars_per_call is None:
+            return todo
+        room = self.max_chars_per_call
+        kept: list[int] = []
+        for i in todo:
+            size = len(passages[i].text)
+            if self.max_chars is not None:
+                size = min(size, self.max_chars)
+            if size > room and kept:
+                break
+            room -= size
+            kept.append(i)
+        if len(kept) < len(todo):
+            from neocorrag_core.limits import note
+
+            note(
+                f"work cap: {len(todo) - len(kept)} passage(s) past {self.max_chars_per_call:,} "
+                "characters of extraction in one call got no triples this call "
+                "(WorkLimits.max_extract_chars_per_call); index the corpus ahead to avoid it"
+            )
+        return kept
 
     def _extract_without_storing(
         self,
@@ -114,6 +149,9 @@ class CachedTripleSource:
                 self.stats.extracted += len(batch)
 
     def _extract(self, batch: Sequence[Passage]) -> list[list[Triple]]:
+        limit = self.max_chars
+        if limit is not None:  # the extractor reads the beginning of a very long passage
+            batch = [p if len(p.text) <= limit else replace(p, text=p.text[:limit]) for p in batch]
         extracted = self.extractor.extract(batch)
         if len(extracted) != len(batch):
             raise RuntimeError(

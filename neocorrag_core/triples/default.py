@@ -12,9 +12,14 @@ A user who adds the compressor or the postprocessor to a pipeline over ordinary 
 4. else no triples: the passage passes through as before, and one warning (once per
    source) names the extra to install.
 
-Nothing is opened or loaded until the first call. A store that cannot be opened (e.g. a
-read-only home folder) is not fatal: the source warns once and keeps what it extracts in
-memory for its own lifetime.
+Nothing is opened or loaded until the first call. The store is a cache and never fails a
+query: one that cannot be opened (e.g. a read-only home folder) or fails later (a full disk,
+damaged pages, the file deleted) is stood in for by memory, with one warning, and tried
+again later (:class:`~neocorrag_core.triples.resilient.ResilientStore`).
+
+The same store keeps the vectors of node and triple texts per embedder
+(:attr:`DefaultTripleSource.vectors`): an engine that reads its triples here embeds each
+text once, ever, not once per call or per process.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from neocorrag_core.errors import ConfigError, StoreError
+from neocorrag_core.errors import ConfigError
+from neocorrag_core.limits import WorkLimits, check_limits
 from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples.extractor import TripleExtractor
 from neocorrag_core.triples.factory import make_extractor, spacy_available
@@ -34,6 +40,7 @@ from neocorrag_core.triples.precomputed import (
     MetadataTripleSource,
     has_metadata_triples,
 )
+from neocorrag_core.triples.resilient import ResilientStore
 from neocorrag_core.triples.spacy_extractor import SpacyTripleExtractor
 from neocorrag_core.triples.store import CachedTripleSource, ExtractorKey, TripleStore
 from neocorrag_core.types import Passage, Triple
@@ -57,10 +64,16 @@ class DefaultTripleSource:
         extract: ``False`` to only read metadata and the store, never extracting (e.g. a
             corpus indexed ahead with ``neocorrag index``, on a machine without the extra).
         metadata_key: the metadata key holding precomputed triples.
+        limits: what one call may extract (:class:`~neocorrag_core.limits.WorkLimits`:
+            ``max_extract_chars`` per passage, ``max_extract_chars_per_call``).
 
     ``stats`` (a :class:`~neocorrag_core.triples.store.CacheStats` once the store is
     used) counts store hits and extractions. Picklable: a copy opens its own store.
     """
+
+    vectors: ResilientStore
+    """The store as the engines' persistent vector cache (a
+    :class:`~neocorrag_core.models.VectorCache`)."""
 
     def __init__(
         self,
@@ -69,6 +82,7 @@ class DefaultTripleSource:
         extractor: str | TripleExtractor = "spacy",
         extract: bool = True,
         metadata_key: str = METADATA_KEY,
+        limits: WorkLimits | None = None,
     ) -> None:
         if store is not None and not isinstance(store, (str, os.PathLike, TripleStore)):
             raise ConfigError(
@@ -78,11 +92,13 @@ class DefaultTripleSource:
         if not isinstance(metadata_key, str) or not metadata_key:
             raise ConfigError("DefaultTripleSource: metadata_key must be a non-empty string")
         check_bool("DefaultTripleSource", "extract", extract)
+        self.limits = check_limits(limits, "DefaultTripleSource")
         # Fail on a bad spec now, not at the first query; nothing is loaded by this.
         self._extractor: TripleExtractor = make_extractor(extractor)
         self.extract = extract
         self._store_spec = store
         self.metadata = MetadataTripleSource(metadata_key)
+        self.vectors = ResilientStore(store)  # opens nothing until first used
         self._cached: LoadOnce[CachedTripleSource | _StoreReader] = LoadOnce()
         self._lock = threading.RLock()
         self._warned: set[str] = set()
@@ -148,7 +164,7 @@ class DefaultTripleSource:
     # -- building the backend (once) ------------------------------------------------------
 
     def _open(self) -> CachedTripleSource | _StoreReader:
-        store = self._open_store()
+        store = self.vectors  # the same resilient store serves triples and vectors
         extractor = self._extractor
         installed = not isinstance(extractor, SpacyTripleExtractor) or spacy_available()
         if self.extract and installed:
@@ -158,23 +174,13 @@ class DefaultTripleSource:
                 store.path,
                 extractor,
             )
-            return CachedTripleSource(store, extractor)
-        return _StoreReader(store, ExtractorKey.of(extractor), "off" if installed else "spacy")
-
-    def _open_store(self) -> TripleStore:
-        spec = self._store_spec
-        if isinstance(spec, TripleStore):
-            return spec
-        try:
-            return TripleStore(spec)
-        except StoreError as exc:
-            self._warn_once(
-                "store",
-                "cannot use the triple store (%s); extracted triples are kept in memory for "
-                "this process only",
-                exc,
+            return CachedTripleSource(
+                store,
+                extractor,
+                max_chars=self.limits.max_extract_chars,
+                max_chars_per_call=self.limits.max_extract_chars_per_call,
             )
-            return TripleStore(":memory:")
+        return _StoreReader(store, ExtractorKey.of(extractor), "off" if installed else "spacy")
 
     def _warn_once(self, topic: str, message: str, *args: Any) -> None:
         with self._lock:
@@ -187,7 +193,7 @@ class DefaultTripleSource:
 class _StoreReader:
     """The store-only fallback: reads stored triples, extracts nothing, counts the misses."""
 
-    def __init__(self, store: TripleStore, key: ExtractorKey, why: str) -> None:
+    def __init__(self, store: ResilientStore, key: ExtractorKey, why: str) -> None:
         self.store = store
         self.key = key
         self.why = why

@@ -9,6 +9,7 @@ from typing import Protocol, runtime_checkable
 
 from neocorrag_core.graph import normalize_entity
 from neocorrag_core.types import Passage, Triple
+from neocorrag_core.validation import clean_text
 
 logger = logging.getLogger(__name__)
 
@@ -61,15 +62,18 @@ def canonical_title(title: str) -> str:
 
 
 def clean_triples(triples: Iterable[Triple], source_id: str) -> list[Triple]:
-    """Collapse whitespace, drop empty parts and self-loops, de-duplicate on normalized parts.
+    """Collapse whitespace, replace lone surrogates, drop empty parts and self-loops,
+    de-duplicate on normalized parts.
 
     The first surface form of a duplicate is kept; matching uses
     :func:`neocorrag_core.graph.normalize_entity` (case-folded), the same key the graph uses.
+    What every store write goes through, so text that is not valid Unicode never reaches
+    SQLite (:func:`~neocorrag_core.validation.clean_text`).
     """
     out: list[Triple] = []
     seen: set[tuple[str, str, str]] = set()
     for triple in triples:
-        subject, relation, obj = (" ".join(part.split()) for part in triple.key())
+        subject, relation, obj = (" ".join(clean_text(part).split()) for part in triple.key())
         head, tail = normalize_entity(subject), normalize_entity(obj)
         rel = " ".join(relation.split()).casefold()
         if not head or not tail or not rel or head == tail:

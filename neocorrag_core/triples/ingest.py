@@ -16,10 +16,11 @@ the same time (WAL mode; the first writer of a passage wins).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pickle
 from collections.abc import Sequence
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from neocorrag_core.errors import ConfigError
 from neocorrag_core.once import LoadOnce
@@ -32,8 +33,14 @@ from neocorrag_core.triples.store import (
     TripleStore,
     default_store_path,
 )
+from neocorrag_core.triples.vectors import embed_graph_texts
 from neocorrag_core.types import Passage, Triple
 from neocorrag_core.validation import check_bool, check_choice, check_int
+
+if TYPE_CHECKING:
+    from neocorrag_core.models.embedder import TextEmbedder
+
+logger = logging.getLogger(__name__)
 
 MetadataFormat = Literal["list", "json"]
 METADATA_FORMATS: tuple[str, ...] = get_args(MetadataFormat)
@@ -64,6 +71,11 @@ class TripleAnnotator:
             store of this object only; such an annotator cannot be pickled.
         metadata_format: ``"list"`` or ``"json"`` (see :func:`encode_triples`).
         batch_size: passages per extraction batch (and per store transaction).
+        embedder: whose vectors of the node and triple texts are stored beside the triples
+            (so queries over these documents embed only the question): ``None``, the
+            bundled MiniLM the adapters use, or a sentence-transformers name or folder
+            (what the query side's ``embedder=`` is); ``False`` stores no vectors. Without
+            the bundled model's package the triples are still stored, with one warning.
         show_progress: a progress bar over the batches.
         owner: the name error messages use (the transform built on this annotator).
 
@@ -79,6 +91,7 @@ class TripleAnnotator:
         *,
         metadata_format: MetadataFormat = "list",
         batch_size: int = 32,
+        embedder: str | Literal[False] | None = None,
         show_progress: bool = False,
         owner: str = "TripleAnnotator",
     ) -> None:
@@ -92,6 +105,15 @@ class TripleAnnotator:
             )
         if isinstance(store, str) and not store.strip():
             raise ConfigError(f"{owner}.store must be a file path, got an empty string")
+        if (
+            embedder is not None
+            and embedder is not False
+            and (not isinstance(embedder, str) or not embedder.strip())
+        ):
+            raise ConfigError(
+                f"{owner}.embedder must be None (the bundled MiniLM), a sentence-transformers "
+                f"name or folder, or False (no vectors), got {type(embedder).__name__}"
+            )
         try:
             built = make_extractor(extractor)  # a bad spec fails now; nothing loads
         except ConfigError as err:
@@ -108,7 +130,9 @@ class TripleAnnotator:
         self.batch_size = batch_size
         self.show_progress = show_progress
         self.owner = owner
+        self.embedder = embedder
         self._source: LoadOnce[CachedTripleSource] = LoadOnce()
+        self._embedder: LoadOnce[TextEmbedder | None] = LoadOnce()
 
     @property
     def extractor(self) -> str | TripleExtractor:
@@ -149,6 +173,7 @@ class TripleAnnotator:
         self.check_picklable()
         state = self.__dict__.copy()
         state["_source"] = LoadOnce()  # pickles empty: each process opens its own
+        state["_embedder"] = LoadOnce()
         if self.extractor_spec is not None:
             state["_extractor"] = None  # rebuilt from the spec where the copy runs
         return state
@@ -169,6 +194,26 @@ class TripleAnnotator:
         return CachedTripleSource(
             TripleStore(self.store_path), extractor, batch_size=self.batch_size
         )
+
+    def _vector_embedder(self) -> TextEmbedder | None:
+        if self.embedder is False:
+            return None
+        from neocorrag_core.errors import MissingDependencyError
+        from neocorrag_core.models import resolve_embedder
+
+        try:
+            embedder = resolve_embedder(self.embedder)
+        except MissingDependencyError as err:
+            if self.embedder is not None:
+                raise
+            logger.warning(
+                "%s: no vectors are stored beside the triples (%s); queries embed each text "
+                "once instead, at first sight",
+                self.owner,
+                err,
+            )
+            return None
+        return embedder if embedder.identity is not None else None
 
     @property
     def stats(self) -> CacheStats:
@@ -212,6 +257,9 @@ class TripleAnnotator:
             found = source.triples_for([passages[i] for i in batch])
             for i, triples in zip(batch, found, strict=True):
                 out[i] = triples
+            embedder = self._embedder.get(self._vector_embedder)
+            if embedder is not None and not source.store.read_only:
+                embed_graph_texts(embedder, source.store, found)
             if document_ids is not None and not source.store.read_only:
                 pairs = [(doc_id, passages[i]) for i in batch for doc_id in document_ids[i]]
                 if pairs:

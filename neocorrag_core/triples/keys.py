@@ -13,6 +13,7 @@ from typing import Any
 
 from neocorrag_core.triples.extractor import passage_document
 from neocorrag_core.types import Passage
+from neocorrag_core.validation import clean_text
 
 
 def text_sha256(passage: Passage) -> str:
@@ -30,9 +31,10 @@ class ExtractorKey:
 
     @classmethod
     def of(cls, extractor: Any) -> ExtractorKey:
-        """The key of an extractor object (its ``extractor_id`` and ``version``)."""
+        """The key of an extractor object (its ``extractor_id`` and ``version``, lone
+        surrogates replaced: they are stored as text)."""
         try:
-            return cls(str(extractor.extractor_id), str(extractor.version))
+            return cls(clean_text(str(extractor.extractor_id)), clean_text(str(extractor.version)))
         except AttributeError:
             raise TypeError(
                 f"{type(extractor).__name__} is not a triple extractor: it needs "

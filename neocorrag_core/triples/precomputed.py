@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from neocorrag_core.errors import InputError
+from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.formats import read_json_or_lines
+from neocorrag_core.models.embedder import VectorCache
 from neocorrag_core.triples.base import (
     TripleSource,
     check_triple_source,
@@ -18,6 +19,7 @@ from neocorrag_core.triples.base import (
     parse_triples,
 )
 from neocorrag_core.types import Passage, Triple
+from neocorrag_core.validation import clean_text
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +60,23 @@ def triple_source_or_default(source: TripleSource | None, owner: str) -> TripleS
     return MetadataTripleSource() if source is None else source
 
 
+def vector_cache_of(
+    source: TripleSource, vectors: VectorCache | None, owner: str
+) -> VectorCache | None:
+    """The persistent vector cache an engine uses: ``vectors`` when given (checked), else
+    the triple source's own (a :class:`~neocorrag_core.triples.DefaultTripleSource` keeps
+    vectors in its store), else none."""
+    if vectors is not None:
+        if not isinstance(vectors, VectorCache):
+            raise ConfigError(
+                f"{owner}: vectors must be a VectorCache (e.g. a TripleStore), got "
+                f"{type(vectors).__name__}"
+            )
+        return vectors
+    own = getattr(source, "vectors", None)
+    return own if isinstance(own, VectorCache) else None
+
+
 def has_metadata_triples(passage: Passage, key: str = METADATA_KEY) -> bool:
     """Whether ``passage.metadata[key]`` holds the passage's triples: set to anything but
     ``None`` (an empty list says "no triples"; ``None``, what many vector stores write for
@@ -83,8 +102,10 @@ def _decoded(value: Any, passage_id: str, origin: str) -> Any:
 
 
 def text_key(text: str) -> str:
-    """Lookup key of a passage text: sha256 of its whitespace-normalized form."""
-    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
+    """Lookup key of a passage text: sha256 of its whitespace-normalized form, lone
+    surrogates replaced as :class:`~neocorrag_core.types.Passage` replaces them (so an
+    imported document and the passage built from the same text get the same key)."""
+    return hashlib.sha256(" ".join(clean_text(text).split()).encode("utf-8")).hexdigest()
 
 
 class OpenIETripleSource:

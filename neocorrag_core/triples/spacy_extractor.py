@@ -25,8 +25,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import operator
 import re
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,6 +78,9 @@ class _Context:
     lead_nouns: set[str] = field(default_factory=set)
     lead_subject: int = -1
     triples: list[Triple] = field(default_factory=list)
+    lemma: Callable[[Any], str] = operator.attrgetter("lemma_")
+    """A token's lemma: ``token.lemma_``, or :meth:`FastPipeline.lemma` (the same lemma,
+    computed only for the tokens the rules ask about)."""
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -90,6 +96,9 @@ class SpacyTripleExtractor:
         batch_size: passages per ``nlp.pipe`` batch.
         max_words: longer passages are cut to this many words (with a warning).
         use_title: resolve pronouns and title mentions to the passage title.
+        fast: run the pipeline through :class:`FastPipeline` (the default): the same
+            parses, lemmas and entities at about 1.5x the speed; ``False`` runs spaCy's own
+            ``nlp.pipe``. Not part of the store key: the triples are the same.
 
     Settings that change the output are part of :attr:`extractor_id` (the store key):
     ``use_title=False`` and a ``max_words`` other than 1,500. Raises
@@ -109,16 +118,20 @@ class SpacyTripleExtractor:
         batch_size: int = 64,
         max_words: int = DEFAULT_MAX_WORDS,
         use_title: bool = True,
+        fast: bool = True,
     ) -> None:
         owner = "SpacyTripleExtractor"
         check_int(owner, "batch_size", batch_size, minimum=1)
         check_int(owner, "max_words", max_words, minimum=1)
         check_bool(owner, "use_title", use_title)
+        check_bool(owner, "fast", fast)
         self.model_name = model or _default_model_name()
         self.batch_size = batch_size
         self.max_words = max_words
         self.use_title = use_title
+        self.fast = fast
         self._nlp: LoadOnce[Any] = LoadOnce()
+        self._fast: LoadOnce[FastPipeline] = LoadOnce()
 
     @property
     def extractor_id(self) -> str:
@@ -134,7 +147,11 @@ class SpacyTripleExtractor:
 
     @property
     def nlp(self) -> Any:
-        """The loaded spaCy pipeline (loaded once, even when threads ask at the same time)."""
+        """The loaded spaCy pipeline (loaded once, even when threads ask at the same time).
+
+        With ``fast=True`` its models multiply matrices with numpy's BLAS once the first
+        passages are extracted (:class:`FastPipeline`); ``nlp(text)`` still runs every
+        component."""
         return self._nlp.get(lambda: load_spacy_pipeline(self.model_name))
 
     def extract(self, passages: Sequence[Passage]) -> list[list[Triple]]:
@@ -149,12 +166,15 @@ class SpacyTripleExtractor:
             )
             for p in passages
         ]
+        if self.fast:
+            fast = self._fast.get(lambda: FastPipeline(self.nlp))
+            docs, lemma = fast.pipe(texts, batch_size=self.batch_size), fast.lemma
+        else:
+            docs, lemma = self.nlp.pipe(texts, batch_size=self.batch_size), None
         out: list[list[Triple]] = []
-        for passage, doc in zip(
-            passages, self.nlp.pipe(texts, batch_size=self.batch_size), strict=True
-        ):
+        for passage, doc in zip(passages, docs, strict=True):
             title = canonical_title(passage.title) if self.use_title else ""
-            out.append(clean_triples(extract_from_doc(doc, title), passage.id))
+            out.append(clean_triples(extract_from_doc(doc, title, lemma), passage.id))
         return out
 
     triples_for = extract
@@ -219,14 +239,381 @@ def _missing_pipeline(name: str) -> Exception:
 
 
 # ------------------------------------------------------------------------------------------
+# The pipeline, run faster with the same output
+# ------------------------------------------------------------------------------------------
+
+_FAST_BLAS = ("openblas", "mkl", "accelerate")
+_MEMO_LIMIT = 100_000
+_RULER_KEYS = frozenset({"TAG", "LOWER", "DEP", "IS_SPACE"})
+
+
+class FastPipeline:
+    """A loaded spaCy pipeline run with three speed-ups that keep its annotations.
+
+    Profiled on ``en_core_web_sm`` (one core, ~80-word passages), spaCy's own
+    ``nlp.pipe`` spent ~11 % of its time in the attribute ruler's ``Matcher`` (179
+    patterns tried at every token), ~7 % in the lemmatizer (a Python loop over every
+    token, each new word looked up in lists of up to 57,000 words), and its matrix
+    products ran on thinc's bundled BLIS at a third of the speed of numpy's OpenBLAS
+    (on this machine's AMD EPYC, BLIS falls back to its generic kernels). So:
+
+    * **matrix products** (tok2vec, the tagger, parser and NER layers) go through numpy's
+      BLAS (``NumpyOps(use_blis=False)``) on one thread, where numpy is built on OpenBLAS,
+      MKL or Accelerate and ``threadpoolctl`` is installed; otherwise BLIS stays. Another
+      BLAS sums in another order, so scores can differ in the last bits (as they already
+      do between CPUs, where BLIS picks another kernel); the parses, entities and triples
+      were identical on every passage checked (the 2,884 pooled HotpotQA + MuSiQue
+      passages and the 1,294 2Wiki context passages: ``benchmarks/bench_index.py
+      --extraction``, ``benchmarks/bench_triples.py --extractors spacy-plain,spacy
+      --identity``);
+    * **the attribute ruler** (:class:`_MemoAttributeRuler`) runs spaCy's own ``Matcher``
+      once per distinct token signature instead of at every token, and applies the same
+      rule attributes in the same order;
+    * **the lemmatizer** is skipped when only the entity recognizer follows it (which
+      reads neither lemmas nor tags): :meth:`lemma` gives the lemma it would have set,
+      for the few tokens the rules read (copulas, lead nouns, relation nouns), from a
+      copy whose word lists are sets.
+
+    Components it does not know, or patterns it cannot memoize, run as they are.
+    :meth:`pipe` runs the components in the pipeline's order, as ``nlp.pipe`` does.
+    ``blas``, ``ruler`` and ``lemmas`` switch the three off one by one (benchmarks).
+    The numpy BLAS is set on ``nlp``'s models in place.
+    """
+
+    def __init__(
+        self, nlp: Any, *, blas: bool = True, ruler: bool = True, lemmas: bool = True
+    ) -> None:
+        self.nlp = nlp
+        self.numpy_blas = blas and _OneBlasThread.available() and _use_numpy_blas(nlp)
+        self._replaced: dict[str, Callable[[Any], Any]] = {}
+        self._skipped: set[str] = set()
+        self._lemmatizer: Any = None
+        names = [name for name, _ in nlp.pipeline]
+        for position, (name, proc) in enumerate(nlp.pipeline):
+            kind = type(proc).__name__
+            if kind == "AttributeRuler" and ruler:
+                memo = _MemoAttributeRuler.build(proc)
+                if memo is not None:
+                    self._replaced[name] = memo
+            elif (
+                lemmas
+                and _is_lemmatizer(proc)
+                and all(
+                    _is_entity_recognizer(nlp.get_pipe(later)) for later in names[position + 1 :]
+                )
+            ):
+                from spacy.tokens import Doc
+
+                proc(Doc(nlp.vocab, words=[]))  # checks and loads its tables once
+                self._lemmatizer = _indexed_lemmatizer(proc)
+                self._skipped.add(name)
+
+    @property
+    def speedups(self) -> list[str]:
+        """What runs differently from ``nlp.pipe`` (for logs and tests)."""
+        done = ["numpy BLAS"] if self.numpy_blas else []
+        done += [f"memoized {name}" for name in self._replaced]
+        done += [f"lazy {name}" for name in self._skipped]
+        return done
+
+    def pipe(self, texts: Iterable[str], *, batch_size: int) -> Iterator[Any]:
+        """The ``Doc`` of each text, in order (lemmas: read them with :meth:`lemma`).
+
+        With numpy's BLAS, the BLAS runs on one thread while the documents are made (the
+        process-wide limit of ``threadpoolctl``, lifted when the iteration ends), as
+        thinc's BLIS did: the engines run one extractor per core, and BLAS threads
+        beside them would only compete for it."""
+        docs: Iterable[Any] = (self.nlp.make_doc(text) for text in texts)
+        for name, proc in self.nlp.pipeline:
+            if name in self._skipped:
+                continue
+            if name in self._replaced:
+                docs = map(self._replaced[name], docs)
+            elif hasattr(proc, "pipe"):
+                docs = proc.pipe(docs, batch_size=batch_size)
+            else:
+                docs = map(proc, docs)
+        if not self.numpy_blas:
+            yield from docs
+            return
+        with _OneBlasThread.held():
+            yield from docs
+
+    def lemma(self, token: Any) -> str:
+        """``token.lemma_`` as the full pipeline would have set it."""
+        lemmatizer = self._lemmatizer
+        if lemmatizer is not None and (lemmatizer.overwrite or token.lemma == 0):
+            if len(lemmatizer.cache) >= _MEMO_LIMIT:
+                lemmatizer.cache.clear()
+            return str(lemmatizer.lemmatize(token)[0])
+        return str(token.lemma_)
+
+
+def _is_lemmatizer(proc: Any) -> bool:
+    from spacy.pipeline import Lemmatizer
+
+    return isinstance(proc, Lemmatizer) and hasattr(proc, "lemmatize")
+
+
+def _indexed_lemmatizer(lemmatizer: Any) -> Any:
+    """A copy of a rule lemmatizer whose word lists (``lemma_index``) are sets.
+
+    spaCy tests every candidate form with ``form in index``, a scan of a list of up to
+    57,000 nouns; a set answers the same. The pipeline's own lemmatizer (and what
+    ``nlp.to_disk`` would write) is left as it is. Falls back to ``lemmatizer`` itself
+    where the copy cannot be made the same way.
+    """
+    if getattr(lemmatizer, "mode", None) != "rule":
+        return lemmatizer
+    try:
+        from spacy.lookups import Lookups
+
+        if "lemma_index" not in lemmatizer.lookups.tables:
+            return lemmatizer
+        copy = type(lemmatizer)(
+            lemmatizer.vocab,
+            None,
+            lemmatizer.name,
+            mode=lemmatizer.mode,
+            overwrite=lemmatizer.overwrite,
+        )
+        lookups = Lookups()
+        for name in lemmatizer.lookups.tables:
+            table = lemmatizer.lookups.get_table(name)
+            if name == "lemma_index":
+                lookups.add_table(name, {pos: frozenset(words) for pos, words in table.items()})
+            else:
+                lookups.set_table(name, table)
+        copy.initialize(lookups=lookups)
+    except Exception:  # another spaCy's constructor or tables: the original is right too
+        return lemmatizer
+    return copy
+
+
+def _is_entity_recognizer(proc: Any) -> bool:
+    from spacy.pipeline import EntityRecognizer
+
+    return isinstance(proc, EntityRecognizer)
+
+
+class _OneBlasThread:
+    """The process-wide limit of the BLAS libraries to one thread while any pipeline runs
+    (``threadpoolctl``), lifted when the last one ends: threads that extract at the same
+    time must not restore each other's limits halfway."""
+
+    _lock = threading.Lock()
+    _users = 0
+    _limiter: Any = None
+    _controller: Any = None
+
+    @classmethod
+    def available(cls) -> bool:
+        """Whether ``threadpoolctl`` is there (it comes with sentence-transformers); without
+        it the pipeline keeps BLIS, whose threads need no limit."""
+        with cls._lock:
+            if cls._controller is None:
+                try:
+                    from threadpoolctl import ThreadpoolController
+
+                    cls._controller = ThreadpoolController()
+                except Exception:
+                    return False
+            return True
+
+    @classmethod
+    @contextmanager
+    def held(cls) -> Iterator[None]:
+        with cls._lock:
+            if cls._users == 0:
+                cls._limiter = cls._controller.limit(limits=1, user_api="blas")
+            cls._users += 1
+        try:
+            yield
+        finally:
+            with cls._lock:
+                cls._users -= 1
+                if cls._users == 0 and cls._limiter is not None:
+                    cls._limiter.restore_original_limits()
+                    cls._limiter = None
+
+
+def _use_numpy_blas(nlp: Any) -> bool:
+    """Give the pipeline's CPU models numpy's BLAS where numpy has an optimized one."""
+    try:
+        import numpy
+        from thinc.api import NumpyOps
+
+        blas = numpy.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
+    except Exception:  # an old numpy (no mode=), no thinc, another layout: keep BLIS
+        return False
+    if not any(name in str(blas).lower() for name in _FAST_BLAS):
+        return False
+    ops = NumpyOps(use_blis=False)
+    swapped = False
+    for _, proc in nlp.pipeline:
+        model: Any = getattr(proc, "model", None)
+        if not hasattr(model, "walk"):
+            continue
+        for node in model.walk():
+            if type(node.ops) is NumpyOps and getattr(node.ops, "use_blis", False):
+                node.ops = ops
+                swapped = True
+    return swapped
+
+
+class _MemoAttributeRuler:
+    """spaCy's ``AttributeRuler``, memoized per token signature.
+
+    The ruler runs a ``Matcher`` with every pattern at every token, then sets the
+    attributes of each match in rule order (later rules win). A one-token pattern that
+    reads only ``TAG``, ``DEP``, ``IS_SPACE`` and ``LOWER`` matches the same at every
+    token with the same values of those; and ``LOWER`` matters only through the words
+    the patterns name (equality, ``IN``, ``NOT_IN``) and their ``REGEX`` results. So the
+    signature is (tag, dep, is_space, the word if a pattern names it, the regex results),
+    and for a new signature the ruler's own ``Matcher`` runs on a one-token ``Doc`` with
+    the token's text, tag and dependency. Longer patterns (a few in English: "gon na",
+    "there is") run through a ``Matcher`` of their own over the whole document, and their
+    rules are applied in the same order as the ruler applies them.
+    :meth:`build` returns ``None`` for patterns that read anything else (operators,
+    other attributes), and the ruler then runs as it is.
+    """
+
+    def __init__(self, ruler: Any, words: frozenset[str], regexes: list[re.Pattern[str]]) -> None:
+        self.ruler = ruler
+        self.words = words
+        self.regexes = regexes
+        self.exact_words = False
+        self.longer: Any = None
+        self.memo: dict[tuple[Any, ...], tuple[tuple[int, ...], dict[Any, Any]]] = {}
+
+    @classmethod
+    def build(cls, ruler: Any) -> _MemoAttributeRuler | None:
+        """The memoized ruler, or ``None`` where the patterns need the full ``Matcher``."""
+        try:
+            from spacy.matcher import Matcher
+            from spacy.tokens._retokenize import set_token_attrs  # noqa: F401
+        except ImportError:
+            return None
+        words: set[str] = set()
+        regexes: list[re.Pattern[str]] = []
+        exact_words = False
+        longer: dict[str, list[Any]] = {}
+        for rule in range(len(ruler.attrs)):
+            found = ruler.matcher.get(str(rule))
+            if found is None:
+                return None
+            for pattern in found[1]:
+                for spec in pattern:
+                    for key, value in spec.items():
+                        name = str(key).upper()
+                        if name not in _RULER_KEYS:  # "OP" or another attribute
+                            return None
+                        if name == "LOWER" and not _pattern_words(value, words, regexes):
+                            exact_words = True
+                if len(pattern) > 1:
+                    longer.setdefault(str(rule), []).append(pattern)
+                elif ruler.indices[rule] not in (0, -1):
+                    return None  # the ruler itself fails on these
+        memo = cls(ruler, frozenset(words), regexes)
+        memo.exact_words = exact_words
+        if longer:
+            memo.longer = Matcher(ruler.vocab)
+            for key, patterns in longer.items():
+                memo.longer.add(key, patterns)
+        return memo
+
+    def __call__(self, doc: Any) -> Any:
+        from spacy.tokens._retokenize import set_token_attrs
+
+        attrs = self.ruler.attrs
+        extra = self._longer_matches(doc) if self.longer is not None else {}
+        memo = self.memo
+        for token in doc:
+            key = self._signature(token)
+            found = memo.get(key)
+            if found is None:
+                if len(memo) >= _MEMO_LIMIT:
+                    memo.clear()
+                found = memo[key] = self._match_one(token)
+            rules, merged = found
+            more = extra.get(token.i)
+            if more:
+                for rule in sorted((*rules, *more)):
+                    set_token_attrs(token, attrs[rule])
+            elif merged:
+                set_token_attrs(token, merged)
+        return doc
+
+    def _signature(self, token: Any) -> tuple[Any, ...]:
+        lower = token.lower_
+        if self.exact_words or lower in self.words:
+            return (token.tag, token.dep, token.is_space, lower)
+        hits = tuple(rx.search(lower) is not None for rx in self.regexes)
+        return (token.tag, token.dep, token.is_space, None, hits)
+
+    def _match_one(self, token: Any) -> tuple[tuple[int, ...], dict[Any, Any]]:
+        """The rules whose one-token patterns match ``token``, and their merged attributes."""
+        from spacy.tokens import Doc
+
+        vocab = self.ruler.vocab
+        one = Doc(vocab, words=[token.text], spaces=[False])
+        one[0].tag = token.tag
+        one[0].dep = token.dep
+        found = self.ruler.matcher(one, allow_missing=True, as_spans=False)
+        rules = tuple(sorted({int(vocab.strings[match_id]) for match_id, _, _ in found}))
+        merged: dict[Any, Any] = {}
+        for rule in rules:  # later rules win, as in AttributeRuler.set_annotations
+            merged.update(self.ruler.attrs[rule])
+        return rules, merged
+
+    def _longer_matches(self, doc: Any) -> dict[int, list[int]]:
+        """Token index -> rules of the longer patterns that set its attributes."""
+        strings = self.ruler.vocab.strings
+        targets: dict[int, list[int]] = {}
+        for match_id, start, end in self.longer(doc, allow_missing=True, as_spans=False):
+            rule = int(strings[match_id])
+            target = doc[start:end][self.ruler.indices[rule]].i
+            targets.setdefault(target, []).append(rule)
+        return targets
+
+
+def _pattern_words(value: Any, words: set[str], regexes: list[re.Pattern[str]]) -> bool:
+    """Collect the words and regexes a ``LOWER`` predicate tests; ``False`` for any other
+    predicate (then every word is its own signature)."""
+    if isinstance(value, str):
+        words.add(value)
+        return True
+    if not isinstance(value, dict) or not value:
+        return False
+    for op, arg in value.items():
+        if op in ("IN", "NOT_IN") and isinstance(arg, list | tuple):
+            if not all(isinstance(word, str) for word in arg):
+                return False
+            words.update(arg)
+        elif op == "REGEX" and isinstance(arg, str):
+            regexes.append(re.compile(arg))
+        else:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------
 # Rules over one parsed passage
 # ------------------------------------------------------------------------------------------
 
 
-def extract_from_doc(doc: Any, title: str = "") -> list[Triple]:
-    """Raw triples of one parsed document (``title`` = the entity the passage is about)."""
+def extract_from_doc(
+    doc: Any, title: str = "", lemma: Callable[[Any], str] | None = None
+) -> list[Triple]:
+    """Raw triples of one parsed document (``title`` = the entity the passage is about).
+
+    ``lemma``: how to read a token's lemma (default ``token.lemma_``; a document from
+    :meth:`FastPipeline.pipe` has none set: pass :meth:`FastPipeline.lemma`).
+    """
     words = _words(title)
     ctx = _Context(title=title, title_tokens=frozenset(words), title_words=words)
+    if lemma is not None:
+        ctx.lemma = lemma
     ents = {tok.i: ent for ent in doc.ents for tok in ent}
     sentences = list(doc.sents)
     if title and sentences:
@@ -244,9 +631,9 @@ def extract_from_doc(doc: Any, title: str = "") -> list[Triple]:
 def _lead_nouns(sent: Any, ctx: _Context) -> None:
     """Nouns the lead sentence uses for the title entity ("F is a 1960 *film*")."""
     for tok in sent:
-        if tok.pos_ == "NOUN" and tok.dep_ == "attr" and tok.head.lemma_ == "be":
-            ctx.lead_nouns.add(tok.lemma_.lower())
-            ctx.lead_nouns.update(c.lemma_.lower() for c in tok.conjuncts if c.pos_ == "NOUN")
+        if tok.pos_ == "NOUN" and tok.dep_ == "attr" and ctx.lemma(tok.head) == "be":
+            ctx.lead_nouns.add(ctx.lemma(tok).lower())
+            ctx.lead_nouns.update(ctx.lemma(c).lower() for c in tok.conjuncts if c.pos_ == "NOUN")
     # The subject of the lead sentence is the entity the passage is about (Wikipedia style),
     # even when spelled differently from the title ("Mathilde" in "Matilda of Brabant").
     root = sent.root
@@ -329,7 +716,7 @@ def _refers_to_title(tok: Any, ents: dict[int, Any], ctx: _Context) -> bool:
     """The lead subject, or a lead noun: "(a 1960 British crime) film", "the film"."""
     if tok.i == ctx.lead_subject:
         return True
-    if tok.pos_ != "NOUN" or tok.lemma_.lower() not in ctx.lead_nouns:
+    if tok.pos_ != "NOUN" or ctx.lemma(tok).lower() not in ctx.lead_nouns:
         return False
     if any(ents.get(t.i) is not None and ents[t.i].label_ in _NAME_LABELS for t in tok.lefts):
         return False  # "Hitchcock's film" is another film
@@ -367,7 +754,7 @@ def _subjects(verb: Any, ents: dict[int, Any], ctx: _Context) -> tuple[list[str]
     if not subs and verb.dep_ in ("acl", "relcl") and verb.head.pos_ in ("NOUN", "PROPN"):
         noun = verb.head
         # "F is a film directed by X": the film is F (not "film").
-        if noun.dep_ == "attr" and noun.head.lemma_ == "be":
+        if noun.dep_ == "attr" and ctx.lemma(noun.head) == "be":
             inherited, _ = _subjects(noun.head, ents, ctx)
             if inherited:
                 return inherited, ""
@@ -398,7 +785,7 @@ def _verb_triples(verb: Any, ents: dict[int, Any], ctx: _Context) -> None:
     subjects, prefix = _subjects(verb, ents, ctx)
     if not subjects:
         return
-    copula = verb.lemma_ == "be"
+    copula = ctx.lemma(verb) == "be"
     base = _verb_text(verb)
     relation = prefix if (prefix and copula) else (f"{prefix} {base}".strip() if prefix else base)
     if copula and not prefix:
@@ -413,7 +800,7 @@ def _verb_triples(verb: Any, ents: dict[int, Any], ctx: _Context) -> None:
                     # "X was the son of Y" -> (X, son of, Y)
                     for prep in obj.children:
                         if prep.dep_ == "prep":
-                            rel = f"{prefix + ' ' if prefix else ''}{obj.lemma_} {prep.text}"
+                            rel = f"{prefix + ' ' if prefix else ''}{ctx.lemma(obj)} {prep.text}"
                             _prep_objects(prep, subjects, rel, ents, ctx)
         elif child.dep_ in _PREP_DEPS:
             _prep_objects(child, subjects, f"{relation} {child.text}", ents, ctx)
@@ -437,7 +824,7 @@ def _prep_objects(
             if obj.pos_ == "NOUN":  # "born in Bergen as the son of X" -> "born as son of"
                 for inner in obj.children:
                     if inner.dep_ == "prep" and inner.lower_ == "of":
-                        _prep_objects(inner, subjects, f"{relation} {obj.lemma_} of", ents, ctx)
+                        _prep_objects(inner, subjects, f"{relation} {ctx.lemma(obj)} of", ents, ctx)
 
 
 def _appos_triple(tok: Any, ents: dict[int, Any], ctx: _Context) -> None:

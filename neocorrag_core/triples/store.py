@@ -26,11 +26,13 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from contextlib import contextmanager, nullcontext, suppress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+
+import numpy as np
 
 from neocorrag_core.errors import ConfigError, InputError, StoreError
 from neocorrag_core.graph import normalize_entity
@@ -54,6 +56,7 @@ from neocorrag_core.triples.store_schema import (
     upgrade,
 )
 from neocorrag_core.types import Passage, Triple
+from neocorrag_core.validation import clean_text
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +79,12 @@ class StoreSchemaError(StoreError, ValueError):
     family existed.
     """
 
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args, kind="schema")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), self.args)
+
 
 class TripleStore:
     """SQLite store of triples per (passage text sha256, extractor id, version).
@@ -93,6 +102,8 @@ class TripleStore:
         read_only: open without ever writing (``mode=ro``, ``PRAGMA query_only``), e.g. a
             pre-built shared cache; writes then raise :class:`StoreError`. ``None`` (the
             default) opens read-only exactly when the file or its folder is not writable.
+        max_vector_bytes: bound of the vectors it keeps (:meth:`put_vectors`); ``None``:
+            ``NEOCORRAG_MAX_VECTOR_BYTES``, else :data:`DEFAULT_MAX_VECTOR_BYTES`.
 
     A schema 1 store (before document ids) is migrated when opened writable; open
     read-only it is read as it is (``schema_version`` says which), and only the
@@ -110,14 +121,17 @@ class TripleStore:
         *,
         timeout: float = 60.0,
         read_only: bool | None = None,
+        max_vector_bytes: int | None = None,
     ) -> None:
         self.path = str(path) if path is not None else str(default_store_path())
+        self.max_vector_bytes = _vector_bound(max_vector_bytes)
         self.timeout = timeout
         self._memory = self.path == ":memory:"
         self._local = threading.local()
         self._memory_lock = threading.RLock()
         self._shared_conn: sqlite3.Connection | None = None
         self._immutable = False  # set when a read-only store must be read as immutable
+        self._file_id: tuple[int, int] | None = None  # (device, inode) of the file opened
         self.schema_version = SCHEMA_VERSION  # an old store open read-only says its own
         self._read_only_asked = read_only  # pickled: an unpickled copy detects again
         self._file = Path(os.path.expanduser(self.path))
@@ -140,11 +154,19 @@ class TripleStore:
     def __getstate__(self) -> dict[str, Any]:
         if self._memory:
             raise TypeError("an in-memory TripleStore cannot be pickled; use a file path")
-        return {"path": self.path, "timeout": self.timeout, "read_only": self._read_only_asked}
+        return {
+            "path": self.path,
+            "timeout": self.timeout,
+            "read_only": self._read_only_asked,
+            "max_vector_bytes": self.max_vector_bytes,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(  # type: ignore[misc]
-            state["path"], timeout=state["timeout"], read_only=state.get("read_only")
+            state["path"],
+            timeout=state["timeout"],
+            read_only=state.get("read_only"),
+            max_vector_bytes=state.get("max_vector_bytes"),
         )
 
     # -- opening -------------------------------------------------------------------------
@@ -185,7 +207,7 @@ class TripleStore:
                 "permissions, or point NEOCORRAG_CACHE / --store elsewhere"
             ) from None
         if head and head != SQLITE_MAGIC:
-            raise StoreError(self._damaged("it is not an SQLite database"))
+            raise StoreError(self._damaged("it is not an SQLite database"), kind="damaged")
 
     def _set_wal(self) -> None:
         """``PRAGMA journal_mode=WAL``, retried within the timeout while the file is locked:
@@ -207,7 +229,7 @@ class TripleStore:
             found = stored_version(conn) if "meta" in tables else None
         if tables and "meta" not in tables:
             # Someone else's SQLite database: refuse it rather than adding our tables to it.
-            raise StoreError(self._foreign(tables))
+            raise StoreError(self._foreign(tables), kind="foreign")
         if not self._memory:
             with self._guard("open"):
                 # Persistent in the file, so later connections (other threads) need not set
@@ -248,10 +270,12 @@ class TripleStore:
         with self._transaction(write=False, action="open") as conn:
             tables = table_names(conn)
             if tables and "meta" not in tables:
-                raise StoreError(self._foreign(tables))
+                raise StoreError(self._foreign(tables), kind="foreign")
             if not {"meta", "passages", "triples"} <= tables:
                 found = f"tables {', '.join(sorted(tables))}" if tables else "no tables"
-                raise StoreError(self._damaged(f"it has {found}, and it is open read-only"))
+                raise StoreError(
+                    self._damaged(f"it has {found}, and it is open read-only"), kind="damaged"
+                )
             self.schema_version = self._known_version(stored_version(conn), tables)
         if self.schema_version < SCHEMA_VERSION:
             logger.info(
@@ -276,7 +300,13 @@ class TripleStore:
                 f"version reads {SCHEMA_VERSION}); {fix}"
             )
         if version >= 2 and "documents" not in tables:
-            raise StoreError(self._damaged(f"schema {version} without its documents table"))
+            raise StoreError(
+                self._damaged(f"schema {version} without its documents table"), kind="damaged"
+            )
+        if version >= 3 and "vectors" not in tables:
+            raise StoreError(
+                self._damaged(f"schema {version} without its vectors table"), kind="damaged"
+            )
         return version
 
     def _require_documents(self, action: str) -> None:
@@ -356,7 +386,7 @@ class TripleStore:
 
     @contextmanager
     def _transaction(
-        self, *, write: bool = True, action: str = "read"
+        self, *, write: bool = True, action: str = "read", wait: bool = True
     ) -> Iterator[sqlite3.Connection]:
         if write and self.read_only:
             raise StoreError(
@@ -365,14 +395,47 @@ class TripleStore:
                 "copy, or point NEOCORRAG_CACHE / --store at a writable file"
             )
         with self._memory_lock if self._memory else nullcontext(), self._guard(action):
+            if not self._memory:
+                self._check_same_file(action)
             conn = self._conn()
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            if not wait:  # a best-effort write: give up at once if another process writes
+                conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            finally:
+                if not wait:
+                    conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             try:
                 yield conn
                 conn.execute("COMMIT")
             except BaseException:
                 _rollback(conn)
                 raise
+
+    def _check_same_file(self, action: str) -> None:
+        """Raise :class:`StoreError` when the file at :attr:`path` is no longer the one this
+        store opened (deleted, or replaced by another file): SQLite would go on writing to
+        the unlinked file, and every write would be lost without a word."""
+        try:
+            st = os.stat(self._file)
+        except FileNotFoundError:
+            if self._file_id is None:
+                return  # not created yet: the first connection creates it
+            st = None
+        except OSError:
+            return  # unreadable folder: SQLite reports its own error
+        if st is not None and self._file_id is None:
+            self._file_id = (st.st_dev, st.st_ino)
+            return
+        if st is None or (st.st_dev, st.st_ino) != self._file_id:
+            what = "was deleted" if st is None else "was replaced by another file"
+            self.close()
+            raise StoreError(
+                f"cannot {action} the triple store {self.path}: the file {what} while it was "
+                "open; open the store again (a new TripleStore, or the next process) to use "
+                "the file now at that path",
+                kind="removed",
+            )
 
     def _damaged(self, cause: str) -> str:
         return (
@@ -397,25 +460,31 @@ class TripleStore:
         if code in ("SQLITE_NOTADB", "SQLITE_CORRUPT") or any(
             word in low for word in ("not a database", "malformed", "corrupt")
         ):
-            return StoreError(self._damaged(cause))
+            return StoreError(self._damaged(cause), kind="damaged")
         if code.startswith("SQLITE_READONLY") or "readonly" in low:
+            kind = "read-only"
             fix = (
                 "the file or its folder is not writable: open it with read_only=True to read "
                 "it, or point NEOCORRAG_CACHE / --store at a writable file"
             )
         elif code.startswith("SQLITE_BUSY") or "locked" in low:
+            kind = "busy"
             fix = (
                 f"another process held it for longer than the {self.timeout:g} s timeout; "
                 "retry, or pass a longer timeout"
             )
         elif code.startswith("SQLITE_FULL") or "full" in low:
+            kind = "full"
             fix = "free some disk space, or point NEOCORRAG_CACHE / --store at another disk"
         else:
+            kind = "other"
             fix = (
                 "check that the file and its folder exist and are readable (writable to add "
                 "triples), or point NEOCORRAG_CACHE / --store elsewhere"
             )
-        return StoreError(f"cannot {action} the triple store {self.path}: {cause}; {fix}")
+        return StoreError(
+            f"cannot {action} the triple store {self.path}: {cause}; {fix}", kind=kind
+        )
 
     def close(self) -> None:
         """Close this thread's connection (others close when their thread ends)."""
@@ -532,7 +601,7 @@ class TripleStore:
         for doc_id, passage in pairs:
             if not isinstance(doc_id, str) or not doc_id:
                 raise InputError(f"a document id must be a non-empty string, got {doc_id!r}")
-            rows.append((doc_id, text_sha256(passage)))
+            rows.append((clean_text(doc_id), text_sha256(passage)))
         if not rows:
             return 0
         with self._transaction(action="link document ids in") as conn:
@@ -675,7 +744,8 @@ class TripleStore:
 
     def find_entity(self, name: str, key: ExtractorKey | None = None) -> list[Triple]:
         """Every stored triple whose subject or object normalizes to ``name`` (case-folded)."""
-        norm = normalize_entity(name, fold_accents=False)  # the stored keys' form
+        # the stored keys' form; stored text has U+FFFD where lone surrogates were
+        norm = normalize_entity(clean_text(name), fold_accents=False)
         sql = (
             "SELECT subject, relation, object FROM triples "
             "WHERE (subject_key = ? OR object_key = ?)"
@@ -687,6 +757,80 @@ class TripleStore:
         with self._transaction(write=False, action="search") as conn:
             rows = conn.execute(sql, params).fetchall()
         return [Triple(s, r, o) for s, r, o in dict.fromkeys(rows)]
+
+    # -- vectors (the embedder cache) ----------------------------------------------------
+
+    def get_vectors(self, embedder_id: str, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """The stored vectors of ``keys`` (text keys, :func:`~neocorrag_core.models.text_key`)
+        under ``embedder_id``; keys without a vector are absent.
+
+        Rows read on a later day than they were last used get their use day refreshed (for
+        least-recently-used eviction), at most once a day each and never waiting for
+        another writer: a busy store just skips the refresh.
+        """
+        if self.schema_version < 3 or not keys:
+            return {}
+        today = _today()
+        found: dict[bytes, np.ndarray] = {}
+        stale: list[bytes] = []
+        unique = list(dict.fromkeys(keys))
+        with self._transaction(write=False, action="read vectors from") as conn:
+            for start in range(0, len(unique), 500):
+                chunk = unique[start : start + 500]
+                for key, blob, used in conn.execute(
+                    "SELECT text_key, vector, used FROM vectors WHERE embedder = ? "
+                    f"AND text_key IN ({_marks(chunk)})",
+                    (embedder_id, *chunk),
+                ):
+                    found[bytes(key)] = np.frombuffer(blob, dtype=VECTOR_DTYPE).astype(np.float32)
+                    if used < today:
+                        stale.append(bytes(key))
+        if stale and not self.read_only:
+            self._touch_vectors(embedder_id, stale, today)
+        return found
+
+    def _touch_vectors(self, embedder_id: str, keys: list[bytes], today: int) -> None:
+        with suppress(StoreError), self._transaction(action="refresh vectors in", wait=False) as c:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                c.execute(
+                    f"UPDATE vectors SET used = ? WHERE embedder = ? AND text_key IN "
+                    f"({_marks(chunk)})",
+                    (today, embedder_id, *chunk),
+                )
+
+    def put_vectors(self, embedder_id: str, vectors: Mapping[bytes, np.ndarray]) -> None:
+        """Store ``vectors`` (text key -> vector) under ``embedder_id``; a key stored
+        already is left as it is. On a read-only store this does nothing (it is a cache).
+
+        When the vectors' bytes pass :attr:`max_vector_bytes`, the least recently used go
+        until a tenth of the bound is free again.
+        """
+        if not vectors or self.read_only or self.schema_version < 3:
+            return
+        today = _today()
+        rows = [
+            (embedder_id, key, np.asarray(vec, dtype=VECTOR_DTYPE).tobytes(), today)
+            for key, vec in vectors.items()
+        ]
+        row_bytes = sum(len(r[2]) + VECTOR_ROW_OVERHEAD for r in rows) // len(rows)
+        with self._transaction(action="write vectors to") as conn:
+            added = conn.executemany(
+                "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?, ?)", rows
+            ).rowcount
+            total = _vector_bytes(conn) + max(added, 0) * row_bytes
+            if total > self.max_vector_bytes:
+                total -= _evict_vectors(conn, total - (self.max_vector_bytes * 9) // 10)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('vector_bytes', ?)", (str(max(total, 0)),)
+            )
+
+    def vector_summary(self) -> dict[str, dict[str, int]]:
+        """Vectors stored per embedder identity: ``{"vectors": n, "bytes": b}``."""
+        if self.schema_version < 3:
+            return {}
+        with self._transaction(write=False, action="count the vectors of") as conn:
+            return _vector_stats(conn)
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Passages and triples stored per ``extractor@version``."""
@@ -712,6 +856,7 @@ class TripleStore:
                 documents = int(
                     conn.execute("SELECT COUNT(DISTINCT doc_id) FROM documents").fetchone()[0]
                 )
+            vectors = _vector_stats(conn) if self.schema_version >= 3 else {}
         size = 0
         if not self._memory:
             for part in (self._file, Path(f"{self._file}-wal")):
@@ -725,6 +870,7 @@ class TripleStore:
             triples=sum(v["triples"] for v in extractors.values()),
             documents=documents,
             extractors=extractors,
+            vectors=vectors,
         )
 
     # -- export and import ---------------------------------------------------------------
@@ -740,7 +886,9 @@ class TripleStore:
 
         A header line ``{"neocorrag_triple_store_export": 1, "schema": 2}``, then one line
         per stored (hash, extractor, version): ``{"text_sha256", "extractor", "version",
-        "triples": [[s, r, o], ...], "document_ids": [...]}``. Streamed from one read
+        "triples": [[s, r, o], ...], "document_ids": [...]}``, and last an end marker
+        ``{"neocorrag_triple_store_export_end": N}`` (N entries), without which an import
+        refuses the file as cut short. Streamed from one read
         transaction (a consistent snapshot, even while a writer runs): neither the store nor
         the file is held in memory. A path is written to a temporary file first and renamed
         over ``dest`` at the end, so a failed export never leaves a truncated file. Document
@@ -755,18 +903,26 @@ class TripleStore:
         *,
         batch_size: int = 500,
         show_progress: bool = False,
+        allow_truncated: bool = False,
     ) -> ImportReport:
         """Add the entries of an :meth:`export_jsonl` file; returns what was imported.
 
         Read line by line and written ``batch_size`` lines per transaction. The first writer
         wins: an entry already stored is skipped (counted), but its document ids are still
         linked. Triples are cleaned as :meth:`put_many` cleans them. A line that is not a
-        valid entry is skipped; one warning names the skipped line numbers. A file without
-        the export header raises :class:`~neocorrag_core.errors.InputError` before anything
-        is written.
+        valid entry is skipped; one warning names the skipped line numbers. The whole file
+        is checked first: one without the export header, or without the end marker that
+        closes every export (or whose count does not match), raises
+        :class:`~neocorrag_core.errors.InputError` before anything is written; with
+        ``allow_truncated=True`` the entries of such a file are imported and the report's
+        ``complete`` is ``False``. Lone surrogates (``"\\ud800"`` escapes) become U+FFFD.
         """
         return store_jsonl.import_jsonl(
-            self, src, batch_size=batch_size, show_progress=show_progress
+            self,
+            src,
+            batch_size=batch_size,
+            show_progress=show_progress,
+            allow_truncated=allow_truncated,
         )
 
 
@@ -802,10 +958,78 @@ class StoreSummary:
     """Distinct document ids; ``None`` for a read-only schema 1 store (it has none)."""
     extractors: dict[str, dict[str, int]]
     """``extractor@version`` -> ``{"passages": n, "triples": m}`` (:meth:`TripleStore.stats`)."""
+    vectors: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Embedder identity -> ``{"vectors": n, "bytes": b}`` (:meth:`TripleStore.vector_summary`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready copy."""
         return asdict(self)
+
+
+VECTOR_DTYPE = "<f2"
+"""How vectors are stored: float16, little-endian (half the bytes of float32; the embedder
+rounds what it computes to float16, so nothing is lost by storing it)."""
+
+VECTOR_ROW_OVERHEAD = 96
+"""Bytes a stored vector costs beyond its own (key, embedder name, use day, b-tree slack);
+what the byte bound counts, so the file grows by about the bound at most."""
+
+DEFAULT_MAX_VECTOR_BYTES = 4 * 2**30
+"""Default bound of a store's vectors: 4 GiB, about 5 million float16 MiniLM vectors
+(~220,000 passages of spaCy triples). ``NEOCORRAG_MAX_VECTOR_BYTES`` or
+``max_vector_bytes`` move it."""
+
+
+def _vector_bound(value: int | None) -> int:
+    if value is None:
+        raw = os.environ.get("NEOCORRAG_MAX_VECTOR_BYTES", "").strip()
+        if not raw:
+            return DEFAULT_MAX_VECTOR_BYTES
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigError(
+                f"NEOCORRAG_MAX_VECTOR_BYTES must be a whole number of bytes, got {raw!r}"
+            ) from None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"TripleStore.max_vector_bytes must be an int >= 0, got {value!r}")
+    return value
+
+
+def _today() -> int:
+    return int(time.time() // 86400)
+
+
+def _vector_bytes(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'vector_bytes'").fetchone()
+    return int(row[0]) if row is not None and str(row[0]).isdigit() else 0
+
+
+def _evict_vectors(conn: sqlite3.Connection, at_least: int) -> int:
+    """Delete the least recently used vectors until ``at_least`` bytes are freed; returns the
+    bytes freed (as the bound counts them)."""
+    freed = 0
+    while freed < at_least:
+        candidates = conn.execute(
+            "SELECT embedder, text_key, length(vector) FROM vectors ORDER BY used LIMIT 1000"
+        ).fetchall()
+        if not candidates:
+            break
+        victims = []
+        for embedder, key, size in candidates:
+            victims.append((embedder, key))
+            freed += size + VECTOR_ROW_OVERHEAD
+            if freed >= at_least:
+                break
+        conn.executemany("DELETE FROM vectors WHERE embedder = ? AND text_key = ?", victims)
+    return freed
+
+
+def _vector_stats(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
+    rows = conn.execute(
+        "SELECT embedder, COUNT(*), SUM(length(vector)) FROM vectors GROUP BY embedder"
+    ).fetchall()
+    return {e: {"vectors": n, "bytes": int(b or 0)} for e, n, b in rows}
 
 
 def _stats(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
@@ -823,7 +1047,8 @@ def _unique_strings(values: Iterable[str], what: str) -> list[str]:
     for value in out:
         if not isinstance(value, str) or not value:
             raise InputError(f"a {what} must be a non-empty string, got {value!r}")
-    return out
+    # Stored ids have U+FFFD where lone surrogates were; SQLite cannot take those.
+    return list(dict.fromkeys(clean_text(value) for value in out))
 
 
 def _chunks(values: Sequence[str], size: int = 500) -> Iterator[list[str]]:
@@ -832,7 +1057,7 @@ def _chunks(values: Sequence[str], size: int = 500) -> Iterator[list[str]]:
         yield list(values[start : start + size])
 
 
-def _marks(chunk: Sequence[str]) -> str:
+def _marks(chunk: Sized) -> str:
     return ",".join("?" * len(chunk))
 
 

@@ -1,10 +1,17 @@
 """The JSON-lines format of a triple store export, written and read.
 
 A header line ``{"neocorrag_triple_store_export": 1, "schema": 2}``, then one line per
-stored (hash, extractor, version). The entry points are
+stored (hash, extractor, version), then an end marker ``{"neocorrag_triple_store_export_end":
+N}`` with N the number of entry lines. The entry points are
 :meth:`~neocorrag_core.triples.store.TripleStore.export_jsonl` and
 :meth:`~neocorrag_core.triples.store.TripleStore.import_jsonl`, which delegate here; the
 SQL runs in the store's own transactions.
+
+An import reads the file twice: a first pass checks the header and that the last line is
+an end marker whose count matches the lines before it (a cut-off copy, or an export of a
+version that wrote no marker, fails here, before anything is written), and a second pass
+imports, a batch per transaction. Both stream: memory does not grow with the file. A
+stream that cannot be read twice (stdin) is copied to a temporary file first.
 """
 
 from __future__ import annotations
@@ -12,10 +19,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
+import tempfile
 import time
-from collections.abc import Sequence
-from contextlib import suppress
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -29,6 +38,7 @@ from neocorrag_core.triples.store_schema import (
     key_filter,
 )
 from neocorrag_core.types import Triple
+from neocorrag_core.validation import clean_text
 
 if TYPE_CHECKING:
     from neocorrag_core.triples.store import TripleStore
@@ -38,6 +48,7 @@ logger = logging.getLogger("neocorrag_core.triples.store")
 
 _EXPORT_FORMAT = 1
 _EXPORT_HEADER = "neocorrag_triple_store_export"
+_EXPORT_END = "neocorrag_triple_store_export_end"
 _HEX = frozenset("0123456789abcdef")
 
 
@@ -55,6 +66,9 @@ class ImportReport:
     """Lines skipped as invalid."""
     invalid_lines: tuple[int, ...]
     """Their line numbers (the first 100)."""
+    complete: bool = True
+    """Whether the file ended with its end marker and held as many entries as it says;
+    ``False`` only for a file imported with ``allow_truncated=True`` that did not."""
 
 
 def export_jsonl(
@@ -155,6 +169,8 @@ def _export_lines(
             bar.update(1)
         for cursor in (entries, triples, docs):
             cursor.close()
+    # Last: an export without it was cut short (a full disk, a copy stopped halfway).
+    fh.write(json.dumps({_EXPORT_END: written}) + "\n")
     return written
 
 
@@ -164,18 +180,30 @@ def import_jsonl(
     *,
     batch_size: int = 500,
     show_progress: bool = False,
+    allow_truncated: bool = False,
 ) -> ImportReport:
     """:meth:`TripleStore.import_jsonl <neocorrag_core.triples.store.TripleStore.import_jsonl>`:
-    add the entries of ``src`` (a path or an open text file) to ``store``."""
+    add the entries of ``src`` (a path or an open text file) to ``store``.
+
+    The whole file is checked first (:func:`check_export_file`): without its end marker,
+    or with another number of entries than the marker says, it raises
+    :class:`~neocorrag_core.errors.InputError` and imports nothing, unless
+    ``allow_truncated``: then the entries it holds are imported (a cut-off last line is
+    skipped as invalid), one warning says so and :attr:`ImportReport.complete` is
+    ``False``."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ConfigError(f"batch_size must be an integer of at least 1, got {batch_size!r}")
+    if not isinstance(allow_truncated, bool):
+        raise ConfigError(f"allow_truncated must be True or False, got {allow_truncated!r}")
     if not isinstance(src, (str, os.PathLike)):
-        return _import_lines(
-            store, src, str(getattr(src, "name", "<stream>")), batch_size, show_progress
-        )
+        name = str(getattr(src, "name", "<stream>"))
+        with _replayable(src, name) as (fh, rewind):
+            return _import_file(store, fh, rewind, name, batch_size, show_progress, allow_truncated)
     name, fh = _open_export(src)
     with fh:
-        return _import_lines(store, fh, name, batch_size, show_progress)
+        return _import_file(
+            store, fh, lambda: fh.seek(0), name, batch_size, show_progress, allow_truncated
+        )
 
 
 def _open_export(path: str | os.PathLike[str]) -> tuple[str, TextIO]:
@@ -190,6 +218,121 @@ def _open_export(path: str | os.PathLike[str]) -> tuple[str, TextIO]:
         raise InputError(f"cannot read the export file {name}: {exc.strerror or exc}") from None
 
 
+@contextmanager
+def _replayable(src: TextIO, name: str) -> Iterator[tuple[TextIO, Callable[[], object]]]:
+    """``(stream, rewind)`` for a stream read twice: ``src`` itself when it can seek, else
+    (stdin, a pipe) a temporary copy of it, deleted at the end."""
+    start: int | None = None
+    with suppress(AttributeError, OSError, ValueError):  # io.UnsupportedOperation included
+        start = src.tell() if src.seekable() else None
+    if start is not None:
+        yield src, lambda: src.seek(start)
+        return
+    with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as copy:
+        try:
+            shutil.copyfileobj(src, copy)
+        except UnicodeDecodeError:
+            raise InputError(
+                f"{name} is not UTF-8 text: it is not a triple store export; nothing was imported"
+            ) from None
+        copy.seek(0)
+        yield copy, lambda: copy.seek(0)
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """What the first pass over an export found."""
+
+    entries: int
+    """Non-blank lines after the header, the end marker not counted."""
+    marker: int | None
+    """The count the end marker (the last non-blank line) gives; ``None`` without one."""
+
+    def problem(self, name: str) -> str | None:
+        """What is wrong with the file's end, or ``None`` when the marker matches."""
+        if self.marker is None:
+            return (
+                f'{name} has no end marker (a last line {{"{_EXPORT_END}": N}}): it may be '
+                "truncated, or written by an older neocorrag that wrote none"
+            )
+        if self.marker != self.entries:
+            return (
+                f"{name} holds {self.entries} entry line(s) but its end marker says "
+                f"{self.marker}: lines were lost or added after it was exported"
+            )
+        return None
+
+
+def _entry_lines(fh: TextIO, name: str) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of each non-blank line after the header, which is checked
+    first (an :class:`InputError` naming the file when it is missing or wrong)."""
+    lines = ((number, line) for number, line in enumerate(fh, start=1) if line.strip())
+    first = next(lines, None)
+    if first is None:
+        raise _empty_export(name)
+    _check_header(first[1], name)
+    yield from lines
+
+
+def _scan(fh: TextIO, name: str) -> _Scan:
+    """First pass: the header checked, entry lines counted, the end marker read. Streams;
+    only the header and the last line are parsed."""
+    entries = 0
+    last: str | None = None
+    try:
+        for _, line in _entry_lines(fh, name):
+            entries += 1
+            last = line
+    except UnicodeDecodeError:
+        raise InputError(
+            f"{name} is not UTF-8 text; nothing was imported: it is not a triple store "
+            "export, or it is damaged"
+        ) from None
+    marker = None if last is None else _end_marker(last)
+    return _Scan(entries - (marker is not None), marker)
+
+
+def _end_marker(line: str) -> int | None:
+    """The entry count of an end-marker line, or ``None`` when ``line`` is not one."""
+    if _EXPORT_END not in line:
+        return None
+    try:
+        item = json.loads(line)
+    except ValueError:
+        return None
+    count = item.get(_EXPORT_END) if isinstance(item, dict) and len(item) == 1 else None
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        return None
+    return count
+
+
+def _incomplete_error(problem: str) -> InputError:
+    return InputError(
+        f"{problem}; nothing was imported. Export the store again, or import the entries "
+        "the file holds with `neocorrag store import --allow-truncated` "
+        "(import_jsonl(..., allow_truncated=True))"
+    )
+
+
+def _import_file(
+    store: TripleStore,
+    fh: TextIO,
+    rewind: Callable[[], object],
+    name: str,
+    batch_size: int,
+    show_progress: bool,
+    allow_truncated: bool,
+) -> ImportReport:
+    problem = _scan(fh, name).problem(name)
+    if problem is not None:
+        if not allow_truncated:
+            raise _incomplete_error(problem)
+        logger.warning("%s; importing the entries it holds (allow_truncated)", problem)
+    rewind()
+    report = _import_lines(store, fh, name, batch_size, show_progress)
+    return report if problem is None else replace(report, complete=False)
+
+
 def _import_lines(
     store: TripleStore, fh: TextIO, name: str, batch_size: int, show_progress: bool
 ) -> ImportReport:
@@ -197,17 +340,12 @@ def _import_lines(
 
     tally = _ImportTally()
     batch: list[_Entry] = []
-    header = False
     number = 0
     with tqdm(unit="line", desc="import", disable=not show_progress) as bar:
         try:
-            for number, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                if not header:
-                    _check_header(line, name)
-                    header = True
-                    continue
+            for number, line in _entry_lines(fh, name):
+                if _end_marker(line) is not None:
+                    continue  # the end marker: checked by the first pass, not an entry
                 entry = _parse_entry(line)
                 if entry is None:
                     tally.invalid(number)
@@ -217,14 +355,12 @@ def _import_lines(
                     _import_batch(store, batch, tally)
                     bar.update(len(batch))
                     batch.clear()
-        except UnicodeDecodeError:
+        except UnicodeDecodeError:  # only when the file changed after the first pass
             raise InputError(
                 f"{name} is not UTF-8 text (after line {number}); the "
                 f"{tally.imported + tally.skipped} entries before were imported: fix the "
                 "file and import it again (stored entries are skipped)"
             ) from None
-        if not header:
-            raise _empty_export(name)
         if batch:
             _import_batch(store, batch, tally)
             bar.update(len(batch))
@@ -284,23 +420,24 @@ class _ImportTally:
         )
 
 
-def check_export_file(path: str | os.PathLike[str]) -> None:
-    """Raise :class:`~neocorrag_core.errors.InputError` unless ``path`` is a readable file
-    whose first non-blank line is the export header of a format this version reads.
+def check_export_file(path: str | os.PathLike[str], *, allow_truncated: bool = False) -> bool:
+    """Raise :class:`~neocorrag_core.errors.InputError` unless ``path`` is a readable UTF-8
+    file that starts with the export header of a format this version reads and ends with
+    an end marker whose count matches its entry lines; returns whether it does end so.
 
-    Checked before a store is opened for an import, so that a wrong file never leaves an
-    empty store behind; only the lines up to the header are read."""
+    Checked before a store is opened for an import, so that a wrong or cut-off file never
+    leaves an empty store behind. Streams the file once, parsing only its first and last
+    lines. ``allow_truncated`` lets a file without a (matching) end marker pass, returning
+    ``False``."""
     name, fh = _open_export(path)
     try:
         with fh:
-            first = next((line for line in fh if line.strip()), None)
-    except UnicodeDecodeError:
-        raise InputError(f"{name} is not UTF-8 text: it is not a triple store export") from None
+            problem = _scan(fh, name).problem(name)
     except OSError as exc:
         raise InputError(f"cannot read the export file {name}: {exc.strerror or exc}") from None
-    if first is None:
-        raise _empty_export(name)
-    _check_header(first, name)
+    if problem is not None and not allow_truncated:
+        raise _incomplete_error(problem)
+    return problem is None
 
 
 def _empty_export(name: str) -> InputError:
@@ -357,5 +494,12 @@ def _parse_entry(line: str) -> _Entry | None:
     for t in raw:
         if not (isinstance(t, list) and len(t) == 3 and all(isinstance(x, str) for x in t)):
             return None
-        triples.append(Triple(t[0], t[1], t[2]))
-    return digest, extractor, version, triples, doc_ids
+        triples.append(Triple(t[0], t[1], t[2]))  # cleaned when imported (clean_triples)
+    # A "\\ud800" escape gives a lone surrogate, which SQLite cannot store: U+FFFD instead.
+    return (
+        digest,
+        clean_text(extractor),
+        clean_text(version),
+        triples,
+        list(dict.fromkeys(clean_text(d) for d in doc_ids)),
+    )

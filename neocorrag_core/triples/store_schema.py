@@ -16,7 +16,7 @@ from neocorrag_core.graph import normalize_entity
 from neocorrag_core.triples.keys import ExtractorKey
 from neocorrag_core.types import Triple
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite 3 database."""
@@ -70,6 +70,24 @@ CREATE INDEX IF NOT EXISTS documents_by_hash ON documents (text_sha256, doc_id);
 # hash-ordered scan read the index alone.
 
 
+VECTORS_DDL = """
+CREATE TABLE IF NOT EXISTS vectors (
+    embedder TEXT NOT NULL,
+    text_key BLOB NOT NULL,
+    vector BLOB NOT NULL,
+    used INTEGER NOT NULL,
+    UNIQUE (embedder, text_key)
+);
+CREATE INDEX IF NOT EXISTS vectors_by_use ON vectors (used);
+"""
+# One row per (embedder identity, text key): the vector of one node or triple text as
+# float16, little-endian (the embedder rounds every vector to float16 when it computes it,
+# so a stored vector is the one computed), and the day (days since the epoch) it was last
+# used, for least-recently-used eviction. A rowid table, not WITHOUT ROWID: rows of ~800
+# bytes pack badly in a WITHOUT ROWID b-tree (measured: 3x the file size). ``meta`` keeps
+# the running byte count under 'vector_bytes'.
+
+
 def run_script(conn: sqlite3.Connection, script: str) -> None:
     """Run each statement of ``script`` in the caller's transaction."""
     # Not executescript(): it would COMMIT the transaction the statements must run in.
@@ -87,7 +105,16 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     run_script(conn, DOCUMENTS_DDL)
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_1_to_2}
+def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    """Schema 3: the ``vectors`` table (the embeddings of node and triple texts, per
+    embedder). It starts empty: vectors are computed the next time a text is seen."""
+    run_script(conn, VECTORS_DDL)
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _migrate_1_to_2,
+    2: _migrate_2_to_3,
+}
 """``{n: step}``: ``step`` turns a schema ``n`` store into schema ``n + 1`` (in the caller's
 transaction). A new schema adds one step; an old file is walked up step by step."""
 
@@ -103,6 +130,7 @@ def create_tables(conn: sqlite3.Connection) -> str | None:
     found = stored_version(conn)
     if found is None:
         run_script(conn, DOCUMENTS_DDL)
+        run_script(conn, VECTORS_DDL)
         conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
     return found
 

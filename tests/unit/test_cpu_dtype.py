@@ -172,3 +172,39 @@ def test_a_bf16_checkpoint_stays_bf16_on_an_arm_cpu_measured_faster(monkeypatch,
     )
     lm = resolve_lm(folder, show_progress=False)
     assert lm.model.dtype == torch.bfloat16 and "probe" in lm.dtype_reason
+
+
+def test_small_embedding_calls_run_on_one_thread_and_restore_the_count(monkeypatch) -> None:
+    import threading
+
+    import torch
+
+    from neocorrag_core.models.cpu import SMALL_BATCH, threads_for_batch
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        seen: list[int] = []
+
+        def small_call() -> None:
+            with threads_for_batch(1):
+                seen.append(torch.get_num_threads())
+
+        with threads_for_batch(3):
+            assert torch.get_num_threads() == 1
+            inner = threading.Thread(target=small_call)
+            inner.start()
+            inner.join()
+            assert torch.get_num_threads() == 1  # the other call's end restored nothing
+        assert seen == [1]
+        with threads_for_batch(SMALL_BATCH + 1):
+            assert torch.get_num_threads() == 2  # a large batch keeps the process's count
+        with threads_for_batch(1), threads_for_batch(2):
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2  # restored when the last small call ended
+        monkeypatch.setenv("OMP_NUM_THREADS", "2")
+        with threads_for_batch(1):
+            assert torch.get_num_threads() == 2  # the user chose: left alone
+    finally:
+        torch.set_num_threads(before)

@@ -118,12 +118,14 @@ def test_a_store_that_cannot_be_opened_falls_back_to_memory_with_a_warning(tmp_p
     blocker.write_text("not a folder")
     extractor = CountingExtractor()
     source = DefaultTripleSource(store=blocker / "s.sqlite", extractor=extractor)
-    with caplog.at_level(logging.WARNING, logger="neocorrag_core.triples.default"):
+    with caplog.at_level(logging.WARNING, logger="neocorrag_core.triples.store"):
         out = source.triples_for(PASSAGES)
         source.triples_for(PASSAGES)
     assert [len(ts) for ts in out] == [1, 1]
     assert sorted(extractor.seen) == ["a", "b"]  # the in-memory store serves the second call
-    assert sum("kept in memory" in r.getMessage() for r in caplog.records) == 1
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("keep triples and vectors in memory" in m for m in messages) == 1, messages
+    assert str(blocker / "s.sqlite") in messages[0]
 
 
 def test_nothing_is_opened_at_construction_and_a_copy_pickles(tmp_path):

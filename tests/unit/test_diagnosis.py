@@ -96,7 +96,7 @@ def test_naive_search_never_reports_pruned(bow_embedder):
             tau_boost=0.6,
         )
         miner = EvidenceChainMiner(config, embedder=bow_embedder)
-        result = miner.mine("Who did Alice marry?", passages, query_entities="ngram")
+        result = miner.mine("Who did Alice marry?", passages, query_entities="ngram", diagnose=True)
         stages[search] = {d.passage.id: d.stage for d in result.dropped}
     assert stages["activated"].get("p2") == LossStage.PRUNED
     assert stages["naive"].get("p2") == LossStage.OUTSIDE_TOP_M

@@ -60,3 +60,44 @@ def test_unknown_shapes_say_what_was_seen():
         detect_format(None)
     with pytest.raises(DataFormatError, match="a JSON string"):
         detect_format("passages.json")
+
+
+# ---- where JSON stops parsing, in words (json's messages end in "at")
+
+
+def test_a_control_character_in_a_json_line_is_reported_with_its_column(tmp_path: Path):
+    """Was "(Invalid control character at, column 12)": ``json`` ends that message in "at"."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"title": "A"}\n{"text": "a\x01b"}\n', encoding="utf-8")
+    with pytest.raises(DataFormatError) as caught:
+        read_json_or_lines(path)
+    message = str(caught.value)
+    assert message == (
+        f"{path}: line 2 does not parse as JSON (Invalid control character at column 12)"
+    )
+
+
+def test_a_file_that_is_neither_json_nor_json_lines_says_where_each_stopped(tmp_path: Path):
+    """Was "(Unterminated string starting at at line 61 column 1)"."""
+    path = tmp_path / "data.json"
+    path.write_text("[\n" + "1,\n" * 59 + '"abc', encoding="utf-8")
+    with pytest.raises(DataFormatError) as caught:
+        read_json_or_lines(path)
+    message = str(caught.value)
+    assert "at at" not in message and "at," not in message
+    assert message == (
+        f"{path} is neither JSON (Unterminated string starting at line 61 column 1) nor JSON "
+        "lines (line 1 does not parse: Expecting value at column 2)"
+    )
+
+
+def test_streamed_corpus_lines_report_the_column_the_same_way(tmp_path: Path):
+    from neocorrag_core.corpus import open_corpus
+
+    path = tmp_path / "corpus.jsonl"
+    path.write_text('{"title": "A", "text": "x"}\n{"title": "B", "text": "a\x01"}\n', "utf-8")
+    with pytest.raises(DataFormatError) as caught:
+        list(open_corpus(path))
+    assert str(caught.value) == (
+        f"{path}: line 2 does not parse as JSON (Invalid control character at column 26)"
+    )

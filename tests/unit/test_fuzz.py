@@ -1,11 +1,11 @@
 """Property-based fuzzing of the engine and both adapters, on hostile input.
 
 Text with control characters, NULs, chat special tokens, right-to-left and zero-width marks,
-emoji and very long words; ``metadata["triples"]`` of any shape; configurations with NaN,
-infinities, negatives, floats for ints and wrong types (strategies: ``fuzz_strategies``).
-Through the miner (``decoding="none"`` and ``"beam"`` on the tiny LM), the LangChain
-compressor, the LlamaIndex postprocessor and both EviReform retrievers (over fake
-retrievers), every call must:
+emoji, very long words and lone surrogates; ``metadata["triples"]`` of any shape;
+configurations with NaN, infinities, negatives, floats for ints and wrong types (strategies:
+``fuzz_strategies``). Through the miner (``decoding="none"`` and ``"beam"`` on the tiny LM),
+the LangChain compressor, the LlamaIndex postprocessor and both EviReform retrievers (over
+fake retrievers), every call must:
 
 * return a valid result or raise a documented error (a :class:`NeocorragError`); a raw
   ``AttributeError``, ``KeyError``, ``TypeError``... from inside is a defect;
@@ -198,12 +198,14 @@ def passage_lists(draw: st.DrawFn, *, min_size: int = 0, max_size: int = 6) -> l
     used: set[str] = set()
     for i, raw in enumerate(draw(raw_documents(min_size=min_size, max_size=max_size))):
         pid = raw["id"] if isinstance(raw["id"], str) and raw["id"] else f"p{i}"
-        while pid in used:
-            pid += "'"
-        used.add(pid)
         title = draw(st.one_of(text_or_vocab(), st.just("")))
         score = raw["score"] if isinstance(raw["score"], float) else None
-        passages.append(Passage(pid, raw["text"], title, score, raw["metadata"]))
+        passage = Passage(pid, raw["text"], title, score, raw["metadata"])
+        # Unique as the Passage keeps them: "\ud800" and "\udc00" are both stored as U+FFFD.
+        while passage.id in used:
+            passage = dataclasses.replace(passage, id=passage.id + "'")
+        used.add(passage.id)
+        passages.append(passage)
     return passages
 
 

@@ -226,6 +226,66 @@ def test_missing_ray_is_one_clear_line(
     assert not store.exists()  # failed before anything was opened
 
 
+# -- joined extraction calls ----------------------------------------------------------------
+
+
+class Batching(Counting):
+    """Counting, with a model batch: the local engine joins store batches up to it."""
+
+    def __init__(self, batch_size: int) -> None:
+        super().__init__()
+        self.batch_size = batch_size
+        self.calls: list[int] = []
+
+    def extract(self, passages):
+        self.calls.append(len(passages))
+        return super().extract(passages)
+
+
+def test_grouped_joins_whole_batches_up_to_a_size() -> None:
+    from neocorrag_core.indexing.stream import grouped
+
+    batches = [[1, 2], [3, 4], [5], [6, 7], [8]]
+    assert grouped(batches, 4) == [[[1, 2], [3, 4]], [[5], [6, 7], [8]]]
+    assert grouped(batches, 1) == [[b] for b in batches]
+    assert grouped(batches, 100) == [batches]
+    assert grouped([], 4) == []
+
+
+def test_the_local_engine_joins_batches_and_writes_each_on_its_own(tmp_path: Path) -> None:
+    rows = synthetic_rows(23)
+    path = write_jsonl(tmp_path / "corpus.jsonl", rows)
+    extractor = Batching(batch_size=8)
+    engine = LocalEngine(extractor)
+    batches = [list(open_corpus(path))[i : i + 3] for i in range(0, 23, 3)]
+    out = list(engine.run(batches))
+    assert [b for b, _ in out] == batches  # every batch back, in order, with its own triples
+    assert all(
+        [t.subject for t in found] == [p.title]
+        for b, ts in out
+        for p, found in zip(b, ts, strict=True)
+    )
+    assert extractor.calls == [9, 9, 5]  # joined: 3 batches of 3, then the rest
+    report = index_corpus(
+        open_corpus(path),
+        TripleStore(tmp_path / "s.sqlite"),
+        LocalEngine(Batching(8)),
+        batch_size=3,
+        show_progress=False,
+    )
+    assert (report.extracted, report.triples_written) == (23, 23)
+
+
+def test_the_spacy_extractor_reads_64_passages_per_call_in_every_engine() -> None:
+    from neocorrag_core.indexing.base import SPACY_EXTRACT_SIZE, extract_size, extractor_for
+
+    spacy_extractor = extractor_for("spacy", 16)
+    assert spacy_extractor.batch_size == SPACY_EXTRACT_SIZE == 64  # type: ignore[attr-defined]
+    assert extractor_for("spacy", 100).batch_size == 100  # type: ignore[attr-defined]
+    assert extract_size(Counting(), 16) == 16  # others keep the store batch (an LLM's memory)
+    assert make_engine("local", "spacy", batch_size=16).extract_size == 64  # type: ignore[attr-defined]
+
+
 # -- real spaCy: the process pool, SIGKILL ---------------------------------------------------
 
 

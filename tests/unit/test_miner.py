@@ -117,7 +117,7 @@ def test_chain_passage_below_top_n_is_kept_and_noise_dropped():
 
 def test_default_keep_mode_keeps_the_linked_hop_and_says_where_the_rest_was_lost():
     passages = passages_without_the_hub()
-    result = miner_for("none", keep="recall").mine(QUERY, passages)
+    result = miner_for("none", keep="recall").mine(QUERY, passages, diagnose=True)
     kept = {k.passage.id: k.reason for k in result.kept}
     # p4 ("Mountrail County - capital -> Stanley") shares Mountrail County with p1.
     assert kept == {"p1": KeepReason.TOP_N, "p2": KeepReason.TOP_N, "p4": KeepReason.BRIDGE}
@@ -125,10 +125,17 @@ def test_default_keep_mode_keeps_the_linked_hop_and_says_where_the_rest_was_lost
     assert stages == {"p3": LossStage.NOT_CONNECTED, "p5": LossStage.NOT_CONNECTED}
 
 
+def test_the_loss_diagnosis_runs_only_when_asked():
+    # A query does not need it (issue 52): without diagnose=True no stage is computed.
+    result = miner_for("none", keep="recall").mine(QUERY, passages_without_the_hub())
+    assert {d.passage.id for d in result.dropped} == {"p3", "p5"}
+    assert all(d.stage is None for d in result.dropped)
+
+
 def test_an_entity_most_passages_share_is_no_bridge_and_the_loss_is_charged_to_the_rule():
     # Mountrail County is in p1, p2 and p4: a hub (more than half of five passages), so
     # p4 is not linked; a chosen chain cites it, but keep="recall" keeps no chain sources.
-    result = miner_for("none", keep="recall").mine(QUERY, make_passages())
+    result = miner_for("none", keep="recall").mine(QUERY, make_passages(), diagnose=True)
     assert [k.passage.id for k in result.kept] == ["p1", "p2"]
     assert {d.passage.id: d.stage for d in result.dropped}["p4"] is LossStage.KEEP_RULE
     with_chains = miner_for("none", keep="recall", chain_support=True).mine(QUERY, make_passages())
@@ -165,7 +172,7 @@ def test_without_a_candidate_chain_the_link_rules_still_apply():
         MinerConfig(decoding="none", keep="recall", tau_edge=0.99, tau_boost=0.99),
         embedder=bag_of_words_embedder(),
     )
-    result = miner.mine(QUERY, passages)
+    result = miner.mine(QUERY, passages, diagnose=True)
     assert result.fallback == "no_candidate_chains"
     assert result.chains == [] and result.chain_text == ""
     kept = {k.passage.id: k.reason for k in result.kept}

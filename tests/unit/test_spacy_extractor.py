@@ -257,6 +257,7 @@ def test_a_non_default_max_words_is_part_of_the_store_key(extractor) -> None:
         ({"batch_size": 0}, "batch_size must be >= 1"),
         ({"batch_size": True}, "batch_size must be an integer"),
         ({"use_title": "no"}, "use_title must be True or False"),
+        ({"fast": 1}, "fast must be True or False"),
     ],
 )
 def test_bad_settings_raise_config_errors(kwargs, fragment) -> None:
@@ -272,3 +273,74 @@ def test_truncate_words_refuses_a_count_below_one() -> None:
     with pytest.raises(ValueError, match=">= 1"):
         truncate_words("Alice met Bob in Paris", -1, passage_id="p", extractor="x")
     assert truncate_words("Alice met Bob", 2, passage_id="p", extractor="x") == "Alice met"
+
+
+# -- FastPipeline: the same annotations and triples as spaCy's own nlp.pipe -----------------
+
+TRICKY = [
+    "I'm gonna go, ain't I? Y'all gotta see it, c'mon. Nothin' doin', let's go.",
+    "There is a house in Oslo. There were two of them, and there's one left.",
+    "He'd have done it; she's been there. Do you have it? He does. They did. It got better.",
+    "That is what those are. But this one is mine, not yours, and I gave it to you.",
+    "Oslo  is\n the capital  of Norway .  It has   a port.",
+    "Carl Boese (26 August 1887 – 6 July 1958) was a German film director. His wife was Ada.",
+    "Forbidden Ground is a Hungarian film directed by Pál Gábor and produced by MAFILM.",
+]
+
+
+@pytest.fixture(scope="module")
+def plain() -> SpacyTripleExtractor:
+    return SpacyTripleExtractor(fast=False)
+
+
+def annotations(doc, lemma) -> list[tuple]:
+    return [
+        (t.text, t.tag_, t.pos_, str(t.morph), t.dep_, t.head.i, lemma(t), t.ent_iob_, t.ent_type_)
+        for t in doc
+    ] + [(s.start, s.end) for s in doc.sents]
+
+
+def test_the_fast_pipeline_annotates_like_spacy(extractor, plain) -> None:
+    from neocorrag_core.triples.spacy_extractor import FastPipeline
+
+    fast = FastPipeline(extractor.nlp)
+    assert {"memoized attribute_ruler", "lazy lemmatizer"} <= set(fast.speedups)
+    expected = [annotations(d, lambda t: t.lemma_) for d in plain.nlp.pipe(TRICKY)]
+    got = [annotations(d, fast.lemma) for d in fast.pipe(TRICKY, batch_size=3)]
+    assert got == expected
+    # Twice: the second pass reads the memo only.
+    assert [annotations(d, fast.lemma) for d in fast.pipe(TRICKY, batch_size=64)] == expected
+
+
+def test_fast_and_plain_extract_the_same_triples(extractor, plain) -> None:
+    passages = [Passage(f"p{i}", text=t, title="Carl Boese") for i, t in enumerate(TRICKY)]
+    passages.append(Passage("x", text=TRICKY[0]))
+    assert extractor.fast and not plain.fast
+    fast = [[t.key() for t in found] for found in extractor.extract(passages)]
+    assert fast == [[t.key() for t in found] for found in plain.extract(passages)]
+    assert any(fast)
+
+
+def test_the_memoized_ruler_sets_what_the_attribute_ruler_sets() -> None:
+    spacy = pytest.importorskip("spacy")
+    from neocorrag_core.triples.spacy_extractor import _MemoAttributeRuler
+
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("attribute_ruler")
+    ruler.add([[{"LOWER": {"REGEX": "^ap"}}]], {"LEMMA": "ap-word", "POS": "NOUN"})
+    ruler.add([[{"LOWER": "new"}, {"LOWER": "york"}]], {"LEMMA": "NYC"}, index=-1)
+    ruler.add([[{"LOWER": {"IN": ["the", "a"]}}]], {"POS": "DET"})
+    ruler.add([[{"LOWER": {"NOT_IN": ["the"]}, "IS_SPACE": False}]], {"MORPH": "Foo=Bar"})
+    ruler.add([[{"IS_SPACE": True}]], {"TAG": "_SP", "POS": "SPACE"})
+    ruler.add([[{"LOWER": "apple"}]], {"POS": "PROPN"})  # later rules win
+    memo = _MemoAttributeRuler.build(ruler)
+    assert memo is not None and memo.longer is not None
+    texts = ["The apple  and an apricot in New York", "new york new  York apple the A"]
+    for text in texts * 2:
+        want, got = ruler(nlp.make_doc(text)), memo(nlp.make_doc(text))
+        assert [(t.lemma_, t.pos_, t.tag_, str(t.morph)) for t in got] == [
+            (t.lemma_, t.pos_, t.tag_, str(t.morph)) for t in want
+        ]
+    other = nlp.add_pipe("attribute_ruler", name="other")
+    other.add([[{"ORTH": "x", "OP": "+"}]], {"LEMMA": "y"})
+    assert _MemoAttributeRuler.build(other) is None  # an operator: the ruler runs as it is

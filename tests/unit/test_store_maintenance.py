@@ -25,6 +25,7 @@ from neocorrag_core.triples.store import (
     TripleStore,
     text_sha256,
 )
+from neocorrag_core.triples.store_jsonl import import_jsonl
 from neocorrag_core.types import Passage, Triple
 
 KEY = ExtractorKey("fake", "1")
@@ -111,15 +112,19 @@ def digest(path: Path) -> str:
 # -- schema 2 and migration -------------------------------------------------------------------
 
 
-def test_a_new_store_is_schema_2_with_a_documents_table(tmp_path: Path) -> None:
+def test_a_new_store_is_schema_3_with_documents_and_vectors_tables(tmp_path: Path) -> None:
     store = TripleStore(tmp_path / "t.sqlite")
-    assert SCHEMA_VERSION == 2 and store.schema_version == 2
+    assert SCHEMA_VERSION == 3 and store.schema_version == 3
     store.close()
     conn = sqlite3.connect(tmp_path / "t.sqlite")
     columns = [row[1] for row in conn.execute("PRAGMA table_info(documents)")]
     conn.close()
     assert columns == ["doc_id", "text_sha256"]
-    assert schema_of(tmp_path / "t.sqlite") == "2"
+    conn = sqlite3.connect(tmp_path / "t.sqlite")
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(vectors)")]
+    conn.close()
+    assert columns == ["embedder", "text_key", "vector", "used"]
+    assert schema_of(tmp_path / "t.sqlite") == "3"
 
 
 def test_a_v1_store_opened_writable_is_migrated_and_keeps_its_triples(
@@ -128,8 +133,8 @@ def test_a_v1_store_opened_writable_is_migrated_and_keeps_its_triples(
     path = make_v1_store(tmp_path / "v1.sqlite")
     with caplog.at_level(logging.INFO, logger="neocorrag_core.triples.store"):
         store = TripleStore(path)
-    assert [r for r in caplog.records if "from schema 1 to 2" in r.getMessage()]
-    assert schema_of(path) == "2" and store.schema_version == 2
+    assert [r for r in caplog.records if "from schema 1 to 3" in r.getMessage()]
+    assert schema_of(path) == "3" and store.schema_version == 3
     assert store.get_many([passage(1)], KEY) == [[Triple(*t.key(), ("p1",)) for t in triples_of(1)]]
     # Document ids work from now on; the old passages were never linked.
     assert store.document_hashes(["p1"]) == {}
@@ -160,7 +165,7 @@ def test_a_v1_store_opened_read_only_is_read_but_has_no_document_ids(tmp_path: P
     out = io.StringIO()
     assert store.export_jsonl(out) == 3  # readable: exported without document ids
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert all(line["document_ids"] == [] for line in lines[1:])
+    assert all(line["document_ids"] == [] for line in lines[1:-1])  # -1: the end marker
     store.close()
     assert digest(path) == before and schema_of(path) == "1"
 
@@ -168,13 +173,13 @@ def test_a_v1_store_opened_read_only_is_read_but_has_no_document_ids(tmp_path: P
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     path = make_v1_store(tmp_path / "v.sqlite")
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+    conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
     conn.commit()
     conn.close()
     for read_only in (None, True):
-        with pytest.raises(StoreSchemaError, match=r"schema 3, this version reads 2.*upgrade"):
+        with pytest.raises(StoreSchemaError, match=r"schema 4, this version reads 3.*upgrade"):
             TripleStore(path, read_only=read_only)
-    assert schema_of(path) == "3"
+    assert schema_of(path) == "4"
 
 
 def _open_at_once(paths: list[str], barrier: object, results: object) -> None:
@@ -198,8 +203,8 @@ def test_processes_opening_a_v1_store_at_once_migrate_it_once(tmp_path: Path) ->
     got = [results.get(timeout=120) for _ in range(4 * len(paths))]
     for worker in workers:
         worker.join(60)
-    assert got == [(2, 4)] * (4 * len(paths))
-    assert [schema_of(Path(path)) for path in paths] == ["2"] * len(paths)
+    assert got == [(3, 4)] * (4 * len(paths))
+    assert [schema_of(Path(path)) for path in paths] == ["3"] * len(paths)
 
 
 # -- document ids and delete ------------------------------------------------------------------
@@ -271,7 +276,7 @@ def test_count_and_summary(tmp_path: Path) -> None:
     store.link_documents([("book", passage(0))])
     assert (store.count(), store.count(KEY), store.count(OTHER)) == (5, 4, 1)
     summary = store.summary()
-    assert summary.path == str(tmp_path / "t.sqlite") and summary.schema == 2
+    assert summary.path == str(tmp_path / "t.sqlite") and summary.schema == 3
     assert summary.file_bytes > 0
     assert (summary.passages, summary.documents) == (5, 5)  # p0..p3 and book
     assert summary.triples == sum(len(triples_of(i)) for i in range(4)) + len(triples_of(0))
@@ -289,8 +294,9 @@ def test_export_then_import_into_an_empty_store_round_trips(tmp_path: Path) -> N
     dump = tmp_path / "dump.jsonl"
     assert store.export_jsonl(dump) == 8
     lines = dump.read_text(encoding="utf-8").splitlines()
-    assert json.loads(lines[0]) == {"neocorrag_triple_store_export": 1, "schema": 2}
-    assert {json.loads(line)["text_sha256"] for line in lines[1:]} == {
+    assert json.loads(lines[0]) == {"neocorrag_triple_store_export": 1, "schema": 3}
+    assert json.loads(lines[-1]) == {"neocorrag_triple_store_export_end": 8}  # written last
+    assert {json.loads(line)["text_sha256"] for line in lines[1:-1]} == {
         text_sha256(passage(i)) for i in [*range(6), 9]
     }
     copy = TripleStore(tmp_path / "b.sqlite")
@@ -337,7 +343,8 @@ def test_export_of_one_extractor_to_a_stream(tmp_path: Path) -> None:
     store.put_many([(passage(1), triples_of(1))], OTHER, link_ids=True)
     out = io.StringIO()
     assert store.export_jsonl(out, key=OTHER) == 1
-    (line,) = out.getvalue().splitlines()[1:]
+    (line, end) = out.getvalue().splitlines()[1:]
+    assert json.loads(end) == {"neocorrag_triple_store_export_end": 1}
     entry = json.loads(line)
     assert (entry["extractor"], entry["version"], entry["document_ids"]) == ("other", "2", ["p1"])
     assert entry["triples"] == [list(t.key()) for t in triples_of(1)]
@@ -361,11 +368,9 @@ def test_import_skips_invalid_lines_with_one_warning(
         json.dumps([1, 2]),
     ]
     src = tmp_path / "dump.jsonl"
-    src.write_text(
-        "\n".join([json.dumps({"neocorrag_triple_store_export": 1}), *bad, "", json.dumps(good)])
-        + "\n",
-        encoding="utf-8",
-    )
+    lines = [json.dumps({"neocorrag_triple_store_export": 1}), *bad, "", json.dumps(good)]
+    end = json.dumps({"neocorrag_triple_store_export_end": 6})  # the 6 non-blank lines
+    src.write_text("\n".join([*lines, end]) + "\n", encoding="utf-8")
     store = TripleStore(tmp_path / "t.sqlite")
     with caplog.at_level(logging.WARNING, logger="neocorrag_core.triples.store"):
         report = store.import_jsonl(src)
@@ -391,6 +396,143 @@ def test_import_without_the_header_is_an_input_error_naming_the_file(
     assert store.count() == 0
     with pytest.raises(InputError, match="no export file"):
         store.import_jsonl(tmp_path / "missing.jsonl")
+
+
+def _exported(tmp_path: Path, n: int = 6) -> tuple[Path, list[str]]:
+    """An export of ``n`` passages (``filled``) and its lines, end marker last."""
+    dump = tmp_path / "dump.jsonl"
+    filled(tmp_path / "a.sqlite", n=n).export_jsonl(dump)
+    return dump, dump.read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+def _cut(lines: list[str], how: str) -> str:
+    """An export cut short, the ways a copy or a full disk cuts it."""
+    if how == "last lines lost":
+        return "".join(lines[:-3])
+    if how == "cut mid-line":
+        return "".join(lines[:-3]) + lines[-3][:40]
+    if how == "end marker lost":
+        return "".join(lines[:-1])
+    if how == "a middle line lost":
+        return "".join(lines[:2] + lines[3:])
+    raise AssertionError(how)
+
+
+CUTS = ["last lines lost", "cut mid-line", "end marker lost", "a middle line lost"]
+
+
+@pytest.mark.parametrize("how", CUTS)
+def test_import_of_a_truncated_export_imports_nothing(tmp_path: Path, how: str) -> None:
+    """A cut-off export was imported with no error: every line it still held, silently."""
+    _, lines = _exported(tmp_path)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(_cut(lines, how), encoding="utf-8")
+    store = TripleStore(tmp_path / "b.sqlite")
+    expected = "end marker says 6" if how == "a middle line lost" else "has no end marker"
+    with pytest.raises(InputError, match=expected) as caught:
+        store.import_jsonl(cut, batch_size=1)  # one transaction per line: still nothing
+    message = str(caught.value)
+    assert str(cut) in message and "nothing was imported" in message
+    assert "--allow-truncated" in message and "\n" not in message
+    assert store.count() == 0 and store.document_hashes(["p0", "p1"]) == {}
+    # An open file (seekable) likewise.
+    with open(cut, encoding="utf-8") as fh, pytest.raises(InputError, match=expected):
+        store.import_jsonl(fh)
+    assert store.count() == 0
+
+
+@pytest.mark.parametrize("how", CUTS)
+def test_allow_truncated_imports_the_complete_entries_and_says_so(
+    tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, lines = _exported(tmp_path)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(_cut(lines, how), encoding="utf-8")
+    store = TripleStore(tmp_path / "b.sqlite")
+    with caplog.at_level(logging.WARNING, logger="neocorrag_core.triples.store"):
+        report = import_jsonl(store, cut, allow_truncated=True)
+    whole = {"last lines lost": 4, "cut mid-line": 4, "end marker lost": 6}.get(how, 5)
+    assert (report.imported, report.complete) == (whole, False)
+    assert report.invalid == (1 if how == "cut mid-line" else 0)  # the cut line, skipped
+    assert store.count() == whole
+    assert any(
+        str(cut) in r.getMessage() and "end marker" in r.getMessage() for r in caplog.records
+    )
+
+
+def test_an_export_without_an_end_marker_is_refused_with_how_to_import_it(
+    tmp_path: Path,
+) -> None:
+    """What an older neocorrag wrote: header and entries, complete, but no end marker."""
+    dump, lines = _exported(tmp_path, n=3)
+    old = tmp_path / "old.jsonl"
+    old.write_text("".join(lines[:-1]), encoding="utf-8")
+    store = TripleStore(tmp_path / "b.sqlite")
+    with pytest.raises(InputError, match=r"no end marker.*older neocorrag.*--allow-truncated"):
+        store.import_jsonl(old)
+    assert store.count() == 0
+    assert import_jsonl(store, old, allow_truncated=True).imported == 3
+    report = store.import_jsonl(dump)  # the whole export: complete, nothing new
+    assert (report.imported, report.skipped_existing, report.complete) == (0, 3, True)
+
+
+def test_an_empty_store_exports_a_file_that_imports(tmp_path: Path) -> None:
+    dump = tmp_path / "empty.jsonl"
+    assert TripleStore(tmp_path / "a.sqlite").export_jsonl(dump) == 0
+    report = TripleStore(tmp_path / "b.sqlite").import_jsonl(dump)
+    assert (report.imported, report.invalid, report.complete) == (0, 0, True)
+
+
+class _Pipe(io.StringIO):
+    """A stream that cannot seek, as stdin from a pipe."""
+
+    def seekable(self) -> bool:
+        return False
+
+
+def test_a_stream_that_cannot_seek_is_checked_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    _, lines = _exported(tmp_path)
+    store = TripleStore(tmp_path / "b.sqlite")
+    with pytest.raises(InputError, match="has no end marker"):
+        store.import_jsonl(_Pipe(_cut(lines, "last lines lost")), batch_size=1)
+    assert store.count() == 0
+    report = store.import_jsonl(_Pipe("".join(lines)))
+    assert (report.imported, report.complete) == (6, True)
+
+
+@pytest.mark.parametrize("how", CUTS)
+def test_cli_import_of_a_truncated_export_exits_2_and_leaves_no_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    _, lines = _exported(tmp_path)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(_cut(lines, how), encoding="utf-8")
+    store = tmp_path / "new.sqlite"
+    assert main(["store", "import", str(cut), "--store", str(store), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("neocorrag store: error: ") and err.count("\n") == 1
+    assert str(cut) in err and "nothing was imported" in err
+    assert not store.exists()
+    assert main(["store", "import", str(cut), "--store", str(store), "--allow-truncated"]) == 0
+    out = capsys.readouterr().out
+    assert "the file is incomplete" in out and "--allow-truncated" in out
+    assert TripleStore(store).count() > 0
+
+
+def test_cli_import_of_a_truncated_stdin_leaves_the_store_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, lines = _exported(tmp_path)
+    filled(tmp_path / "c.sqlite", n=1).close()
+    monkeypatch.setattr("sys.stdin", _Pipe(_cut(lines, "cut mid-line")))
+    assert main(["store", "import", "-", "--store", str(tmp_path / "c.sqlite")]) == 2
+    assert "has no end marker" in capsys.readouterr().err
+    assert TripleStore(tmp_path / "c.sqlite").count() == 1
+    monkeypatch.setattr("sys.stdin", _Pipe(_cut(lines, "cut mid-line")))
+    assert main(["store", "import", "-", "--store", str(tmp_path / "new.sqlite")]) == 2
+    assert not (tmp_path / "new.sqlite").exists()
 
 
 # -- readers while a writer indexes -----------------------------------------------------------
@@ -450,7 +592,7 @@ def test_cli_stats_export_import_delete(tmp_path: Path, capsys: pytest.CaptureFi
     filled(src, n=3).close()
     assert main(["store", "stats", "--store", str(src), "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
-    assert (stats["passages"], stats["documents"], stats["schema"]) == (3, 3, 2)
+    assert (stats["passages"], stats["documents"], stats["schema"]) == (3, 3, 3)
     assert main(["store", "stats", "--store", str(src)]) == 0
     assert "fake@1  3 passages" in capsys.readouterr().out
 
@@ -458,7 +600,7 @@ def test_cli_stats_export_import_delete(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["store", "export", str(dump), "--store", str(src), "-q"]) == 0
     assert "exported 3 entries" in capsys.readouterr().err
     assert main(["store", "export", str(dump), "--store", str(src), "--extractor", "no@1"]) == 0
-    assert len(dump.read_text(encoding="utf-8").splitlines()) == 1  # the header only
+    assert len(dump.read_text(encoding="utf-8").splitlines()) == 2  # header and end marker
     main(["store", "export", str(dump), "--store", str(src), "--extractor", "fake@1", "-q"])
     capsys.readouterr()
     assert main(["store", "import", str(dump), "--store", str(dst), "-q"]) == 0

@@ -1,0 +1,164 @@
+"""Caps on what one call reads, extracts and embeds, applied before the work they bound.
+
+The chain search has its own caps (``MinerConfig.max_expansions`` and the rest), but they
+start after every node and triple of the retrieved passages has been embedded. A call over
+documents nobody curated (a 20,000-triple metadata list, two thousand documents, a 35 KB
+list of names) must not cost minutes: these caps bound the stages before the search. Each
+is far above what the dev sets' documents need (``docs/robustness.md`` shows the numbers),
+so they never change a normal call's result; when one binds, ``result.notes`` says which.
+
+What a cap leaves out is left out of this call only: nothing is stored for it, so a
+later call (or ``neocorrag index``) can still do that work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from neocorrag_core.types import Triple
+from neocorrag_core.validation import check_int
+
+
+@dataclass(frozen=True)
+class WorkLimits:
+    """How much one call may read, extract and embed before the chain search.
+
+    Args:
+        max_triples_per_passage: triples read of one passage (its first ones).
+        max_triples: triples read over all passages of a call; the lowest-ranked passages
+            lose theirs first.
+        max_new_texts: node and triple texts embedded in one call that no cache holds
+            (each needs the embedder); triples needing more are left out, lowest-ranked
+            passages first. Stored vectors are free.
+        max_extract_chars: characters of one passage a query-time extraction reads (the
+            passage's beginning).
+        max_extract_chars_per_call: characters extracted at query time over one call; the
+            passages past it get no triples this call (they are not stored as empty).
+    """
+
+    max_triples_per_passage: int = 300
+    max_triples: int = 4000
+    max_new_texts: int = 2500
+    max_extract_chars: int = 20_000
+    max_extract_chars_per_call: int = 100_000
+
+    def __post_init__(self) -> None:
+        for name in (
+            "max_triples_per_passage",
+            "max_triples",
+            "max_new_texts",
+            "max_extract_chars",
+            "max_extract_chars_per_call",
+        ):
+            check_int("WorkLimits", name, getattr(self, name), minimum=1)
+
+
+DEFAULT_LIMITS = WorkLimits()
+
+
+def check_limits(limits: WorkLimits | None, owner: str) -> WorkLimits:
+    """``limits``, or the defaults for ``None``; a :class:`~neocorrag_core.errors.ConfigError`
+    naming ``owner`` for anything else."""
+    if limits is None:
+        return DEFAULT_LIMITS
+    if not isinstance(limits, WorkLimits):
+        from neocorrag_core.errors import ConfigError
+
+        raise ConfigError(f"{owner}: limits must be a WorkLimits, got {type(limits).__name__}")
+    return limits
+
+
+_NOTES: ContextVar[list[str] | None] = ContextVar("neocorrag_call_notes", default=None)
+
+
+@contextmanager
+def collecting_notes() -> Iterator[list[str]]:
+    """Collect the notes :func:`note` records in this context (this thread or task only)."""
+    notes: list[str] = []
+    token = _NOTES.set(notes)
+    try:
+        yield notes
+    finally:
+        _NOTES.reset(token)
+
+
+def note(text: str) -> None:
+    """Record ``text`` for the call in progress (a no-op outside :func:`collecting_notes`)."""
+    notes = _NOTES.get()
+    if notes is not None and text not in notes:
+        notes.append(text)
+
+
+def cap_triples(per_passage: Sequence[Sequence[Triple]], limits: WorkLimits) -> list[list[Triple]]:
+    """``per_passage`` within :attr:`WorkLimits.max_triples_per_passage` and
+    :attr:`WorkLimits.max_triples` (passages in rank order keep theirs first); records a
+    note for each cap that binds."""
+    out: list[list[Triple]] = []
+    cut_each = cut_total = 0
+    room = limits.max_triples
+    for triples in per_passage:
+        kept = list(triples[: limits.max_triples_per_passage])
+        cut_each += len(triples) - len(kept)
+        if len(kept) > room:
+            cut_total += len(kept) - room
+            kept = kept[:room]
+        room -= len(kept)
+        out.append(kept)
+    if cut_each:
+        note(
+            f"work cap: {cut_each} triple(s) past {limits.max_triples_per_passage} per "
+            "passage were not read (WorkLimits.max_triples_per_passage)"
+        )
+    if cut_total:
+        note(
+            f"work cap: {cut_total} triple(s) of the lowest-ranked passages past "
+            f"{limits.max_triples} per call were not read (WorkLimits.max_triples)"
+        )
+    return out
+
+
+def within_new_texts(
+    per_passage: Sequence[Sequence[Triple]],
+    missing: set[str],
+    limits: WorkLimits,
+    texts_of: Callable[[Triple], Sequence[str]],
+) -> list[list[Triple]]:
+    """``per_passage`` with the triples left out whose texts would take the call past
+    :attr:`WorkLimits.max_new_texts` texts to embed (``missing``: the texts no cache
+    holds; ``texts_of``: the texts a triple needs). Passages in rank order go first, so a
+    cut falls on the lowest-ranked ones; records a note when it binds."""
+    if len(missing) <= limits.max_new_texts:
+        return [list(triples) for triples in per_passage]
+    budget: set[str] = set()
+    out: list[list[Triple]] = []
+    cut = 0
+    for triples in per_passage:
+        kept = []
+        for triple in triples:
+            new = {t for t in texts_of(triple) if t in missing and t not in budget}
+            if len(budget) + len(new) > limits.max_new_texts:
+                cut += 1
+                continue
+            budget |= new
+            kept.append(triple)
+        out.append(kept)
+    note(
+        f"work cap: {cut} triple(s) of the lowest-ranked passages were left out, since "
+        f"embedding them would pass {limits.max_new_texts} new texts in one call "
+        "(WorkLimits.max_new_texts); what was embedded is kept, so a later call reads more"
+    )
+    return out
+
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "WorkLimits",
+    "cap_triples",
+    "check_limits",
+    "collecting_notes",
+    "note",
+    "within_new_texts",
+]
