@@ -166,7 +166,7 @@ def phase_calls(args: argparse.Namespace, work: Path, kind: str) -> dict[str, An
     EmbeddingsFilter and top-k truncation, call by call, per k."""
     from langchain_classic.retrievers.document_compressors import EmbeddingsFilter
 
-    from neocorrag_integrations.langchain import NeocorRAGCompressor
+    from neocorrag_integrations.langchain import NeocorRAGCompressor, NeocorRAGEmbeddings
 
     cases = load_cases(work / "cases.json")
     triples = None
@@ -182,35 +182,59 @@ def phase_calls(args: argparse.Namespace, work: Path, kind: str) -> dict[str, An
     compressor = NeocorRAGCompressor()
     emb_filter.compress_documents(documents(cases[0], 5), "warm-up")  # load MiniLM for EF
     rows: list[dict[str, Any]] = []
-    # The process's first call (models load, the store opens), kept apart from the medians.
+    # The process's first call (models load, the store opens), kept apart from the medians;
+    # then the first call of a compressor whose warm_up() ran at start-up.
     first = timed(lambda: compressor.compress_documents(documents(cases[-1], ks[0]), "warm-up"))
+    started_up = NeocorRAGCompressor()
+    warm_up_s = timed(started_up.warm_up)
+    first_after_warm_up = timed(
+        lambda: started_up.compress_documents(documents(cases[-2], ks[0]), cases[-2]["question"])
+    )
+    # The pipeline case: the user's retriever and the compressor share one embeddings
+    # object, so the question's vector is the one the retriever computed (not timed here).
+    shared_embeddings = NeocorRAGEmbeddings()
+    shared = NeocorRAGCompressor(embedder=shared_embeddings)
+    shared.warm_up()
     passes = ["first", "hot"] if kind == "warm" else ["first"]
     for pass_name in passes:
         for k in ks:
             for case in questions:
                 docs = documents(case, k, triples=triples)
                 q = case["question"]
-                ef = timed(lambda: emb_filter.compress_documents(docs, q))  # noqa: B023
-                ours = timed(lambda: compressor.compress_documents(docs, q))  # noqa: B023
-                top = timed(lambda: docs[: min(k, 3)])  # noqa: B023
-                rows.append(
-                    {
-                        "pass": pass_name,
-                        "k": k,
-                        "qid": case["id"],
-                        "ef": ef,
-                        "ours": ours,
-                        "top": top,
-                    }
-                )
+                row: dict[str, Any] = {"pass": pass_name, "k": k, "qid": case["id"]}
+                row["ef"] = timed(lambda: emb_filter.compress_documents(docs, q))  # noqa: B023
+                row["ours"] = timed(lambda: compressor.compress_documents(docs, q))  # noqa: B023
+                row["top"] = timed(lambda: docs[: min(k, 3)])  # noqa: B023
+                if kind == "warm" and pass_name == "first":
+                    shared_embeddings.embed_query(q)  # the retriever's work
+                    row["shared"] = timed(lambda: shared.compress_documents(docs, q))  # noqa: B023
+                rows.append(row)
     steady = [r["ours"] for r in rows if r["pass"] == "first" and r["k"] == ks[0]]
     return {
         "rows": rows,
+        "warm_up_s": warm_up_s,
+        "first_call_after_warm_up": first_after_warm_up,
         "first_call": first,
         "steady_median": statistics.median(steady) if steady else None,
         "peak_rss_mb": peak_rss_mb(),
         "calls": len(rows),
     }
+
+
+def phase_rss(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """Peak memory of a process that only serves queries: the compressor over the warm
+    store, 50 calls at k=20 (as a service's worker would)."""
+    from neocorrag_integrations.langchain import NeocorRAGCompressor
+
+    os.environ["NEOCORRAG_TRIPLE_STORE"] = str(work / "store.sqlite")
+    cases = load_cases(work / "cases.json")
+    compressor = NeocorRAGCompressor()
+    compressor.warm_up()
+    loaded = peak_rss_mb()
+    for i in range(50):
+        case = cases[i % len(cases)]
+        compressor.compress_documents(documents(case, 20), case["question"])
+    return {"after_load_mb": loaded, "peak_mb": peak_rss_mb(), "calls": 50}
 
 
 def phase_evireform(args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -285,6 +309,7 @@ PHASES = {
     "metadata-cold": lambda a, w: phase_calls(a, w, "metadata-cold"),
     "cold": lambda a, w: phase_calls(a, w, "cold"),
     "evireform": phase_evireform,
+    "rss": phase_rss,
     "decoding": phase_decoding,
 }
 
@@ -318,10 +343,11 @@ def report(results: dict[str, Any]) -> str:
         )
         lines.append("")
     lines.append(
-        "| k | EF s (median) | warm store, fresh process | metadata triples, vectors cached "
-        "| metadata triples, nothing cached | cold store | hot (same process) | top-k |"
+        "| k | EF s (median) | warm store, fresh process | same, query vector shared with "
+        "the retriever | metadata triples, vectors cached | metadata triples, nothing cached "
+        "| cold store | hot (same process) | top-k |"
     )
-    lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     warm = [r for r in results["warm"]["rows"] if r["pass"] == "first"]
     hot = [r for r in results["warm"]["rows"] if r["pass"] == "hot"]
     for k in sorted({r["k"] for r in warm}):
@@ -334,8 +360,10 @@ def report(results: dict[str, Any]) -> str:
         ef = statistics.median(r["ef"] for r in warm if r["k"] == k)
         hot_rows = [dict(r, **{"pass": "first"}) for r in hot]
         top = [r for r in warm if r["k"] == k]
+        shared = [r for r in warm if r["k"] == k and "shared" in r]
+        shared_cell = f"{ratio(shared, 'shared', 'ef'):.3f}x" if shared else "-"
         lines.append(
-            f"| {k} | {ef:.3f} | {cell('warm', warm)} | {cell('metadata')} | "
+            f"| {k} | {ef:.3f} | {cell('warm', warm)} | {shared_cell} | {cell('metadata')} | "
             f"{cell('metadata-cold')} | {cell('cold')} | {cell('hot', hot_rows)} | "
             f"{ratio(top, 'top', 'ef'):.4f}x |"
         )
@@ -346,8 +374,22 @@ def report(results: dict[str, Any]) -> str:
         f"(EmbeddingsFilter: {growth_exponent(warm, 'ef'):.2f}).",
         f"First call of the fresh process: {w['first_call']:.3f} s, steady median at the first k "
         f"{w['steady_median']:.3f} s: {w['first_call'] / w['steady_median']:.1f}x.",
-        f"Peak RSS of the warm process after {w['calls']} calls: {w['peak_rss_mb']:.0f} MB.",
+        f"Peak RSS of the warm process after {w['calls']} calls (two MiniLM copies, the "
+        f"filter's and ours, and EmbeddingsFilter's batches of up to 200 passages): "
+        f"{w['peak_rss_mb']:.0f} MB.",
     ]
+    if "first_call_after_warm_up" in w:
+        lines.append(
+            f"With warm_up() at start-up ({w['warm_up_s']:.2f} s): first call "
+            f"{w['first_call_after_warm_up']:.3f} s = "
+            f"{w['first_call_after_warm_up'] / w['steady_median']:.1f}x the steady median."
+        )
+    rss = results.get("rss")
+    if rss:
+        lines.append(
+            f"A process that only serves queries (compressor, warm store, {rss['calls']} calls "
+            f"at k=20): {rss['after_load_mb']:.0f} MB after loading, {rss['peak_mb']:.0f} MB peak."
+        )
     evi = results.get("evireform")
     if evi:
         lines.append(
@@ -371,6 +413,8 @@ def main() -> int:
     parser.add_argument("--ks", type=int, nargs="+", default=[5, 10, 20, 50, 200])
     parser.add_argument("--decoding", action="store_true", help="also beam/rank (bundled LM)")
     parser.add_argument("--decoding-questions", type=int, default=3)
+    parser.add_argument("--reuse", type=Path, help="a work folder of an earlier run")
+    parser.add_argument("--phases", nargs="+", choices=[*PHASES], help="run only these")
     parser.add_argument("--phase", choices=[*PHASES, "prepare"], help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -381,7 +425,7 @@ def main() -> int:
         print(json.dumps(PHASES[args.phase](args, args.work)))
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="bench-latency-"))
+    work = args.reuse or Path(tempfile.mkdtemp(prefix="bench-latency-"))
     common = ["--questions", str(args.questions), "--ks", *map(str, args.ks), "--work", str(work)]
     if args.decoding:
         common += ["--decoding-questions", str(args.decoding_questions)]
@@ -392,12 +436,19 @@ def main() -> int:
         return json.loads(done.stdout) if phase != "prepare" else None
 
     results: dict[str, Any] = {}
-    for phase in ["prepare", "index", "warm", "metadata", "metadata-cold", "cold", "evireform"]:
+    previous = args.out / "latency.json"
+    if args.reuse and previous.is_file():  # rerun some phases, keep the others' results
+        results = json.loads(previous.read_text(encoding="utf-8"))
+        results.pop("machine", None)
+    phases = ["prepare", "index", "warm", "metadata", "metadata-cold", "cold", "evireform", "rss"]
+    if args.decoding:
+        phases.append("decoding")
+    for phase in args.phases or phases:
+        if phase == "prepare" and args.reuse:
+            continue
         print(f"phase {phase}...", file=sys.stderr, flush=True)
         results[phase] = child(phase)
-    if args.decoding:
-        results["decoding"] = child("decoding")
-    results.pop("prepare")
+    results.pop("prepare", None)
     results["machine"] = {"cpus": os.cpu_count(), "load_avg": os.getloadavg()}
     (args.out / "latency.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     text = report(results) + f"\nMachine: {os.cpu_count()} CPUs, load average {os.getloadavg()}.\n"

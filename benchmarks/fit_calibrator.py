@@ -1,7 +1,8 @@
 """Fit the answerability calibrator on ``neocorrag eval`` runs of the belief controller.
 
-Input: one or more ``results.json`` of runs on the ``tune`` half, made so that the
-controller keeps searching and every step is measured, e.g.::
+Input: one or more ``results.json`` of runs on the ``tune`` half (the file, or the run
+folder holding it), made so that the controller keeps searching and every step is
+measured, e.g.::
 
     neocorrag eval --data ../shared/data/musique/... --split tune --methods belief \\
         --belief answer_threshold=1.0 --belief verify=always --out runs/belief-tune-musique
@@ -30,7 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from neocorrag_core.belief.fitting import DEFAULT_L2_GRID, SUCCESS_F1, TARGETS, fit_from_results
-from neocorrag_core.errors import NeocorragError
+from neocorrag_core.errors import InputError, NeocorragError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts
+from summarize_results import missing_records
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "benchmarks/fit_calibrator.py"
@@ -43,7 +47,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="append",
         required=True,
         metavar="PATH",
-        help="an eval run's results.json (repeatable)",
+        help="an eval run's results.json, or its folder (repeatable)",
     )
     parser.add_argument(
         "--method", default="belief", help="the method key in per_question (default: belief)"
@@ -169,11 +173,24 @@ def plot_reliability(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def results_paths(given: Sequence[str]) -> list[str]:
+    """Each ``--results`` as a results.json path (a run folder's own); ``InputError`` saying
+    how to get one that is not there (the committed runs' are not in the tree)."""
+    paths = []
+    for path in given:
+        if Path(path).is_dir():
+            path = str(Path(path) / "results.json")
+        if not Path(path).is_file():
+            raise InputError(f"{path}: no such file; {missing_records(path)}")
+        paths.append(path)
+    return paths
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         calibrator, report = fit_from_results(
-            args.results,
+            results_paths(args.results),
             method=args.method,
             target=args.target,
             success_f1=args.success_f1,

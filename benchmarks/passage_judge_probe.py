@@ -13,8 +13,8 @@ an existing output is resumed) and prints, for the passages that ``--kept-by`` (
 the run, by default ``neocorrag-recall``) does not keep, the ROC AUC of "gold" and how many
 gold and noise passages each threshold would win back, for the raw score and for the score
 minus the mean score of the passages the method keeps (the question's own baseline).
-A measurement for issue 12 (docs/benchmarks.md, "Rescuing the gold passages the links
-lose"), not a product stage::
+A measurement for issue 12 (docs/lab-log.md, "Rescuing the gold passages the links lose"),
+not a product stage::
 
     python benchmarks/passage_judge_probe.py \\
         --data ../shared/data/musique/kag_musique_dev_100.json --run runs/t-musique-dev \\
@@ -41,6 +41,9 @@ from neocorrag_core.generation import chat_ids, input_ids_tensor
 from neocorrag_core.models import LanguageModel, resolve_lm
 from neocorrag_core.types import Passage
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts
+from summarize_results import missing_records
+
 SYSTEM = "You are a careful research assistant."
 INSTRUCTION = (
     "A passage is needed if it states a fact on the chain of facts that leads to the answer, "
@@ -53,7 +56,9 @@ MARGINS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)
 def _records(run: Path, method: str) -> dict[str, dict[str, Any]]:
     path = run / "cache" / f"{method}.jsonl"
     if not path.exists():
-        sys.exit(f"{path} not found: run `neocorrag eval --methods none {method}` into {run} first")
+        sys.exit(
+            f"{path} not found (`--methods none {method}` in that run); {missing_records(path)}"
+        )
     return {r["qid"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
 
 

@@ -16,10 +16,12 @@ halves::
         --method evireform --baseline none --metric chain --metric recall
 
 A run is a folder holding the ``results.json`` that ``neocorrag eval`` writes (or that
-file itself). ``--split report`` (or ``tune``) keeps only the questions of that hash half
-(``neocorrag_core.eval.splits``), for a run made on a whole file. Rate metrics (recall,
-chain, f1, ...) are printed in points; counts (aid, total_tokens, ...) as they are, with
-the method's mean over the baseline's.
+file itself), or, without one, the folder's ``cache/*.jsonl`` records (the same records).
+The runs under ``benchmarks/results/eval/`` commit neither: restore them first
+(benchmarks/results/README.md; the error names the command). ``--split report`` (or
+``tune``) keeps only the questions of that hash half (``neocorrag_core.eval.splits``), for
+a run made on a whole file. Rate metrics (recall, chain, f1, ...) are printed in points;
+counts (aid, total_tokens, ...) as they are, with the method's mean over the baseline's.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ from neocorrag_core.eval.metrics import paired_bootstrap
 from neocorrag_core.eval.splits import SPLITS, split_of
 from neocorrag_core.formats import read_json_or_lines
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts
+from summarize_results import cached_results, missing_records
+
 RATES = frozenset({"recall", "hit", "chain", "f1", "em", "evidence_recall", "empty"})
 """Per-question values in [0, 1], printed as points (x100)."""
 
@@ -49,14 +54,25 @@ class Paired:
     baseline: tuple[float, ...]
 
 
-def results_file(run: str) -> Path:
-    """The ``results.json`` of ``run`` (a folder of ``neocorrag eval``, or the file)."""
+def load_results(run: str) -> object:
+    """The results of ``run``: its ``results.json`` (a folder of ``neocorrag eval``, or the
+    file), or, for a folder without one, ``{"per_question": ...}`` from its cache."""
     path = Path(run)
     if path.is_dir():
+        if not (path / "results.json").is_file():
+            cached = cached_results(path)
+            if cached is None:
+                raise InputError(
+                    f"{run}: no results.json or cache/*.jsonl there; {missing_records(run)}"
+                )
+            return cached
         path = path / "results.json"
     if not path.is_file():
-        raise InputError(f"{run}: no results.json there (run `neocorrag eval --out {run}` first)")
-    return path
+        raise InputError(f"{run}: no results.json there; {missing_records(run)}")
+    try:
+        return read_json_or_lines(path, what="results.json")
+    except (OSError, InputError) as exc:
+        raise InputError(f"{path}: not readable as JSON ({exc})") from exc
 
 
 def paired_values(
@@ -132,7 +148,9 @@ def comparison_rows(pairs: Sequence[Paired], metric: str) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", help="neocorrag eval output folders (results.json)")
+    parser.add_argument(
+        "runs", nargs="+", help="neocorrag eval output folders (results.json or cache/)"
+    )
     parser.add_argument("--method", required=True)
     parser.add_argument("--baseline", required=True)
     parser.add_argument(
@@ -141,13 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--split", choices=SPLITS, help="only the questions of this hash half")
     args = parser.parse_args(argv)
     try:
-        loaded = []
-        for run in args.runs:
-            path = results_file(run)
-            try:
-                loaded.append((run, read_json_or_lines(path, what="results.json")))
-            except (OSError, InputError) as exc:
-                raise InputError(f"{path}: not readable as JSON ({exc})") from exc
+        loaded = [(run, load_results(run)) for run in args.runs]
         tables = {
             metric: [
                 paired_values(run, res, args.method, args.baseline, metric, args.split)

@@ -1,20 +1,22 @@
 """Replay the controller's ANSWER / RETRIEVE / STOP / ABSTAIN rules on recorded episodes.
 
-Input: the ``results.json`` of collection runs (``belief`` with ``answer_threshold=1.0``
-and ``min_searches=1``, so every round was searched and measured; docs/belief.md). For
-each question the recorded measured steps are walked in order with the given calibrator
-and after-search model: the episode ANSWERs at the first step whose answerability reaches
+Input: collection runs (``belief`` with ``answer_threshold=1.0`` and ``min_searches=1``,
+so every round was searched and measured; docs/belief.md), each a ``results.json`` or a run
+folder (its ``results.json``, else its ``cache/`` records; the committed runs under
+``benchmarks/results/eval/`` keep neither: benchmarks/results/README.md). For each
+question the recorded measured steps are walked in order with the given calibrator and
+after-search model: the episode ANSWERs at the first step whose answerability reaches
 ``--answer-threshold``; otherwise it searches again while the retrieval value reaches
 ``--min-retrieval-value``, the workspace has room and a recorded later step exists; it
-ends with STOP, or ABSTAIN below ``--abstain-below``. The
-answer is that step's recorded draft, its cost the tokens recorded up to that step.
+ends with STOP, or ABSTAIN below ``--abstain-below``. The answer is that step's recorded
+draft, its cost the tokens recorded up to that step.
 
 This approximates the live controller (it cannot take an action the recording did not:
 a different query, a correction), and it is how the shipped thresholds were checked on
 the tune half without rerunning the LM::
 
     python benchmarks/replay_decisions.py \\
-        --results benchmarks/results/eval/belief-collect-musique/results.json \\
+        --results benchmarks/results/eval/belief-collect-musique \\
         --abstain-below 0 0.05 0.1 0.2
 """
 
@@ -40,10 +42,19 @@ from neocorrag_core.belief.types import VERIFIER_NAMES
 from neocorrag_core.eval.metrics import f1_score
 from neocorrag_core.eval.splits import calibration_split_of, split_of
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts
+from summarize_results import cached_results, missing_records
+
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--results", type=Path, action="append", required=True)
+    parser.add_argument(
+        "--results",
+        type=Path,
+        action="append",
+        required=True,
+        help="a results.json, or an eval run folder (its results.json or cache/); repeatable",
+    )
     parser.add_argument("--method", default="belief")
     parser.add_argument("--calibrator", type=Path, default=None, help="default: shipped")
     parser.add_argument("--after-search", type=Path, default=None, help="default: shipped")
@@ -68,16 +79,34 @@ def measured_steps(record: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def read_results(path: Path) -> Any:
+    """A ``results.json`` (the file, or a run folder holding it), or a run folder's cache
+    records in its shape; ``ValueError`` saying how to get records that are not there."""
+    if path.is_dir():
+        if not (path / "results.json").is_file():
+            cached = cached_results(path)
+            if cached is None:
+                raise ValueError(
+                    f"{path}: no results.json or cache/*.jsonl there; {missing_records(path)}"
+                )
+            return cached
+        path = path / "results.json"
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file; {missing_records(path)}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from None
+
+
 def load_records(paths: Sequence[Path], method: str) -> list[dict[str, Any]]:
-    """The ``method`` records of the ``results.json`` files ``paths``; ``ValueError`` naming
-    the file for one that is not an eval result, lacks the method, or holds records
-    without the per-step token counts a replay sums (not a controller's trajectory)."""
+    """The ``method`` records of the eval results ``paths`` (:func:`read_results`);
+    ``ValueError`` naming the file for one that is not an eval result, lacks the method, or
+    holds records without the per-step token counts a replay sums (not a controller's
+    trajectory)."""
     records: list[dict[str, Any]] = []
     for path in paths:
-        try:
-            results = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not JSON ({exc})") from None
+        results = read_results(path)
         found = results.get("per_question", {}) if isinstance(results, dict) else {}
         if method not in found:
             raise ValueError(f"{path}: no {method!r} records (a results.json of neocorrag eval?)")

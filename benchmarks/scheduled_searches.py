@@ -28,10 +28,11 @@ running the generator::
         --triples ../shared/data/musique/hipporag_musique_train_openie_gpt35.json --split tune
 
 With ``--records`` (a ``belief`` cache file of ``neocorrag eval``, e.g.
-``benchmarks/results/eval/belief-2wiki-report-1.5b-all/cache/belief.jsonl``) it instead
-rewrites the query of every scheduled search those episodes made, from the workspace the
-episode had then, with the current rules, and lists the queries that would differ: whether
-records made under older writer rules still stand for the current ones.
+``benchmarks/results/eval/belief-2wiki-report-1.5b-all/cache/belief.jsonl``, which is not
+committed: benchmarks/results/README.md) it instead rewrites the query of every scheduled
+search those episodes made, from the workspace the episode had then, with the current
+rules, and lists the queries that would differ: whether records made under older writer
+rules still stand for the current ones.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import sys
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from pathlib import Path
 
 from neocorrag_core.belief import EvidenceWorkspace
 from neocorrag_core.belief.verifier import PromptBudget
@@ -56,6 +58,9 @@ from neocorrag_core.models import resolve_embedder
 from neocorrag_core.models.bundled import default_cache_dir
 from neocorrag_core.triples.base import triples_per_passage
 from neocorrag_core.types import Passage, Triple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts
+from summarize_results import missing_records
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,8 @@ _STEP_KEYS = ("action", "reason", "evidence_ids")
 def _read_records(path: str, known: Collection[str]) -> list[dict]:
     """The last record per question of an eval cache file, checked against the data
     (``known``: the ids of its passages)."""
+    if not Path(path).is_file():
+        raise NeocorragError(f"{path}: no such file; {missing_records(path)}")
     latest: dict[str, dict] = {}
     with open(path, encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):

@@ -89,8 +89,8 @@ class MinerConfig:
             ``"beam"`` (the paper's trie-constrained beam search) or ``"rank"`` (exact
             length-normalized log-likelihood of every candidate). Measured on the dev
             split, neither LM mode kept more gold passages or gave better answers than
-            ``"none"`` (docs/benchmarks.md), so the LM is opt-in: the default needs no LM
-            and mines in milliseconds.
+            ``"none"`` (docs/lab-log.md, "The LM: it stepped aside"), so the LM is opt-in:
+            the default needs no LM and mines in milliseconds.
         beam_width: k beams, and the number of chains returned (Table 5: 5).
         include_passages_in_prompt: put the retrieved passages in the decoding
             prompt; measured to matter when candidates differ in one entity.
@@ -124,8 +124,8 @@ class MinerConfig:
             ``"recall"`` and ``"balanced"`` keep only the top-1, those passages and the
             passages they name (``refine_passages(comparison=...)``). Measured on the dev
             split, chain-cited passages added noise but no gold passage the links had not
-            kept already, so only ``"paper"`` keeps them by default (docs/benchmarks.md,
-            "Refinement that keeps the evidence"). When the search finds no chain, the
+            kept already, so only ``"paper"`` keeps them by default (docs/lab-log.md,
+            "How the rules were chosen"). When the search finds no chain, the
             link modes keep one more passage by rank and their links; ``"paper"`` passes
             everything through.
         top_n: passages kept by retrieval rank alone; ``None`` (default) = the keep
@@ -145,7 +145,7 @@ class MinerConfig:
             tokens -32 to -40 % against the unrefined top-5, whole passages -15 to -31 %);
             held out with the 1.5B reader F1 +3.1 / +2.0 / +6.6 against the top-5 with
             44 / 34 / 33 % fewer reader tokens on MuSiQue / HotpotQA / 2Wiki (whole
-            passages: 33 / 25 / 18 %; docs/benchmarks.md, "Passage focus that keeps the
+            passages: 33 / 25 / 18 %; docs/lab-log.md, "Passage focus that keeps the
             relation"). The cut is a word rule: a sentence that neither names a kept
             entity nor repeats a relation word of the question is lost ("Its population
             was 1,458" for "How many people live in Stanley?", "He passed away in 1999"
@@ -167,7 +167,7 @@ class MinerConfig:
             2.5 lower; +0.6 without the HotpotQA dev half, whose losses led here), and on
             the four report halves not seen before the choice (205 questions) it was level
             (-0.2 [-2.2, +1.9] F1) with 18 fewer reader tokens a question
-            (docs/benchmarks.md, "No chain block by default"). The other formats write one:
+            (docs/lab-log.md, "No chain block by default"). The other formats write one:
             ``"linking"`` (the default of ``miner-4`` to ``miner-7``) leaves out the chains
             that one kept passage states whole (the reader reads that passage anyway) and
             states each remaining fact once: what remains are the chains that connect
@@ -176,7 +176,7 @@ class MinerConfig:
             the steps no earlier line stated (a chain with nothing new gets no line);
             ``"full"`` writes every chain whole, as the paper does. With an empty block the
             adapters add no chain document. The chains themselves are the same in every
-            case. Measured on the dev split (docs/benchmarks.md, "Only the chains that
+            case. Measured on the dev split (docs/lab-log.md, "Only the chains that
             link passages"): linking reads 30-48 fewer reader tokens per question than
             compact at the same F1, and compact 25-35 fewer than full ("A compact chain
             block").
@@ -188,7 +188,7 @@ class MinerConfig:
             film"). Chosen on the tune half (the F1 of the whole block with 8-12 fewer
             reader tokens a question; one line lost answers there); held out with the
             1.5B reader 5-14 fewer tokens a question at F1 +0.0 / -1.1 / +1.5 against the
-            whole block on MuSiQue / HotpotQA / 2Wiki (docs/benchmarks.md, "Two lines of
+            whole block on MuSiQue / HotpotQA / 2Wiki (docs/lab-log.md, "Two lines of
             chains").
     """
 

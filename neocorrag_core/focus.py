@@ -3,7 +3,7 @@
 The keep rules (:mod:`neocorrag_core.refine`) decide *which* passages stay; a kept passage
 is usually a whole encyclopedia paragraph of which one or two sentences carry the hop. On
 the dev split the passages kept below the top-N alone were a fifth to a third of the
-reader's tokens (docs/benchmarks.md, "A compact chain block"). A cut passage keeps its
+reader's tokens (docs/lab-log.md, "A compact chain block"). A cut passage keeps its
 lead sentence (what the passage is about), the sentences that name a question entity, an
 entity it shares with another kept passage, or an entity of a chosen chain's triple it
 supplied, and the sentences that state one of the question's relation words (rules
@@ -17,7 +17,7 @@ Why the relation words (``focus-2``): a hop's answer is often a sentence that na
 nothing but the relation, with the passage's subject as a pronoun: "He was born in
 Weston-super-Mare" for "the place of birth of the director of film ...". Rules
 ``focus-1`` cut such sentences, and on the 2Wiki tune half that cost the 0.5B reader two
-of its four lost answers (docs/benchmarks.md, "Passage focus that keeps the relation").
+of its four lost answers (docs/lab-log.md, "Passage focus that keeps the relation").
 A sentence covers a relation word as EviReform's residual queries test it
 (:func:`neocorrag_core.evireform.relations.covers`: the same first five letters, or a
 listed equivalent such as "married" for "spouse").

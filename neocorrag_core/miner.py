@@ -282,7 +282,7 @@ class EvidenceChainMiner:
         # still apply, with one more passage kept by rank: the question's entities reached
         # no chain, so the retriever's order is trusted one step further. On the tune half
         # that kept every gold passage that passing through kept, and raised the AID cut by
-        # 0-3 points (docs/benchmarks.md, "Keep rules without a chain"; links with the plain
+        # 0-3 points (docs/lab-log.md, "Keep rules without a chain"; links with the plain
         # top-N lost 2 gold passages on MuSiQue with spaCy triples). Eq. 8 (keep="paper")
         # needs chains, so it passes everything through. ``fallback`` says why no chain.
         def no_chain(reason: str, **cost: Any) -> MiningResult:

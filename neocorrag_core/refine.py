@@ -41,7 +41,7 @@ def refine_passages(
     titled after what the question names: the evidence of "Which is older, X or Y?" is X's
     and Y's own passages, so only the top-1, those passages and the passages they name
     are kept. Measured on the tune half of the dev split, this lost no gold passage and
-    cut 5-7 more points of the noise on HotpotQA and 2Wiki (docs/benchmarks.md).
+    cut 5-7 more points of the noise on HotpotQA and 2Wiki (docs/lab-log.md).
     """
     _, use_chains, use_entities, use_bridges = KEEP_MODES[keep]
     if chain_support is not None:

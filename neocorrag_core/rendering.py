@@ -175,7 +175,7 @@ def render_chains(
     reader reads anyway, while a chain that crosses passages tells it how they connect and
     one with a fact of a dropped passage tells it something it would not see; '' when no
     chain is left. (Always keeping the first chain as well measured worse on the tune
-    half: docs/benchmarks.md, "Only the chains that link passages".)
+    half: docs/lab-log.md, "Only the chains that link passages".)
     Lines keep the chain's number in every format, so chain numbers in document metadata
     still point at the right line. ``"none"``: no block ('').
 

@@ -35,6 +35,7 @@ from neocorrag_integrations.metadata_keys import (
     FOCUSED,
     IS_EVIDENCE_CHAINS,
     KEPT_REASON,
+    NOTES,
     NUM_CANDIDATES,
     RETRIEVAL_RANK,
     RUN_KEYS,
@@ -392,6 +393,7 @@ def plan_refinement(
         DROPPED_IDS: [documents[positions[d.rank - 1]].id for d in result.dropped],
         NUM_CANDIDATES: result.num_candidates,
         TIMINGS: dict(result.timings),
+        NOTES: list(result.notes),
     }
     digest = hashlib.sha256(f"{query}\n{chain_text}".encode()).hexdigest()[:16]
     return Refinement(

@@ -27,7 +27,7 @@ FALLBACK = "neocorrag_fallback"
 """Why nothing was filtered (e.g. ``"no_triples"``), or ``None`` when chains were found."""
 IS_EVIDENCE_CHAINS = "neocorrag_evidence_chains"
 """``True`` on the one extra document/node that holds the evidence chains."""
-# The five keys below (RUN_KEYS) describe the whole call: they sit on the first kept
+# The six keys below (RUN_KEYS) describe the whole call: they sit on the first kept
 # document when there is no chain document (the default chain_format="none", a block
 # without text, include_chains=False), else on the chain document. run_metadata() finds
 # them wherever they are.
@@ -43,12 +43,15 @@ NUM_CANDIDATES = "neocorrag_num_candidates"
 """Run metadata: how many candidate chains the search found."""
 TIMINGS = "neocorrag_timings"
 """Run metadata: seconds per engine stage."""
+NOTES = "neocorrag_notes"
+"""Run metadata: what the engine noted about the call (``MiningResult.notes``): a work cap
+that bound (``WorkLimits``), the search's cap, decoding that fell back; empty when none."""
 FOCUSED = "neocorrag_focused"
 """``True`` on a document whose text was cut to its evidence sentences
 (``MinerConfig.passage_focus``: ``"all"``, the default, or ``"linked"``); absent on
 documents handed on whole."""
 
-RUN_KEYS = (CHAINS, DROPPED_RANKS, DROPPED_IDS, NUM_CANDIDATES, TIMINGS)
+RUN_KEYS = (CHAINS, DROPPED_RANKS, DROPPED_IDS, NUM_CANDIDATES, TIMINGS, NOTES)
 """The keys that describe the whole call rather than one document (see
 :func:`run_metadata`)."""
 
@@ -63,6 +66,7 @@ REFINEMENT_KEYS = (
     DROPPED_IDS,
     NUM_CANDIDATES,
     TIMINGS,
+    NOTES,
     FOCUSED,
 )
 """Every metadata key the compressor and the postprocessor may add."""
@@ -132,6 +136,7 @@ __all__ = [
     "FOUND_BY_QUERY",
     "IS_EVIDENCE_CHAINS",
     "KEPT_REASON",
+    "NOTES",
     "NUM_CANDIDATES",
     "QUERY_RANKS",
     "REFINEMENT_KEYS",

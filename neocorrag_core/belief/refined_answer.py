@@ -10,7 +10,7 @@ every passage, a dropped passage is only hidden from this one prompt, and the ep
 evidence is the workspace's. Why: after two searches the workspace holds about eight
 passages of which two or three are evidence. Reading the first search refined and the
 second whole, the 1.5B generator answered 2.4 F1 points better on 259 held-out questions
-at 0.75x the episode's tokens (docs/benchmarks.md, "Refining the answer's evidence").
+at 0.75x the episode's tokens (docs/lab-log.md, "Refining the answer's evidence").
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ class ReformulationConfig:
         first_k: passages asked of the search for the original question (``None``: the
             ``k`` the caller asked for). A deeper first search is not better: 10 for a
             top-5 completed more MuSiQue pools but lost Chain@5 on both MuSiQue tune
-            halves (its extra passages change the bridges searched; docs/benchmarks.md).
+            halves (its extra passages change the bridges searched; docs/lab-log.md).
         residual_k: passages asked for each residual query (3 and 10 measured on the
             MuSiQue tune halves: no better than 5).
         residual_retrieval: ``False`` is the paper's *rerank* control: residual queries
@@ -61,7 +61,7 @@ class ReformulationConfig:
             bridge entity from the passages whose title the question names (its first
             hop: "Decade (Neil Young album)" for "... the performer of Decade?"), one per
             passage in turn, whatever their cosine to the question. Chosen on the tune
-            halves of five dev files (docs/benchmarks.md, rules ``chains-7``): two more
+            halves of five dev files (docs/lab-log.md, rules ``chains-7``): two more
             complete chains on MuSiQue, the other four level (held out: +1 to +3 chains
             on three report halves, none lost).
         max_selection_candidates: propositions offered to the LM, best first.

@@ -21,7 +21,7 @@ Title pointers are ours too: a chain's passages name each other ("... released f
 Nintendo Entertainment System" points to the page "Nintendo Entertainment System"), so a
 free slot goes first to a passage that a chosen one points to, and that passage can point
 to the next. Chosen on the tune halves of five dev files (no chain lost on any; one more
-complete chain on three of them; docs/benchmarks.md).
+complete chain on three of them; docs/lab-log.md).
 
 Shared names and a cap per page are ours as well (rules ``chains-5``): after the pointers,
 a free slot goes to a passage of the first search that names something a chosen passage

