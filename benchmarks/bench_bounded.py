@@ -59,8 +59,7 @@ def cases(normal: list[Any]) -> dict[str, list[Any]]:
             for i in range(2_000)
         ],
         "five raw 35 KB comma lists (spaCy)": [
-            Document(id=f"c{i}", page_content=f"The members were {commas} ({i}).")
-            for i in range(5)
+            Document(id=f"c{i}", page_content=f"The members were {commas} ({i}).") for i in range(5)
         ],
         "a 1 MB document with no spaces (spaCy)": [
             Document(id="nospace", page_content="x" * 1_000_000),

@@ -31,7 +31,7 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from neocorrag_core.cli_index import at_least_one
+from neocorrag_core.cli.index import at_least_one
 from neocorrag_core.errors import NeocorragError
 from neocorrag_core.eval import metrics as M
 from neocorrag_core.eval.datasets import load_qa

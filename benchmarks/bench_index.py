@@ -47,7 +47,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from neocorrag_core.cli_index import at_least_one
+from neocorrag_core.cli.index import at_least_one
 from neocorrag_core.indexing import ENGINES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,7 +108,7 @@ class TimedStore:
 
 def write_corpus(path: Path, limit: int | None) -> int:
     """The pooled corpora's unique passages (at most ``limit``) as JSON lines."""
-    from neocorrag_core.corpus import load_corpus
+    from neocorrag_core.indexing.corpus import load_corpus
 
     seen: set[str] = set()
     with path.open("w", encoding="utf-8") as out:
@@ -127,8 +127,8 @@ def run_engine(
     name: str, corpus: Path, folder: Path, workers: int, batch_size: int
 ) -> dict[str, Any]:
     """First run into a fresh store, then a second run on it."""
-    from neocorrag_core.corpus import open_corpus
     from neocorrag_core.indexing import default_chunk_size, index_corpus, make_engine
+    from neocorrag_core.indexing.corpus import open_corpus
     from neocorrag_core.triples import TripleStore
 
     store_path = folder / f"{name}.sqlite"
@@ -224,7 +224,7 @@ EXTRACTION_CONFIGS: dict[str, dict[str, Any]] = {
 
 def load_passages(limit: int | None) -> list[Any]:
     """The pooled corpora's unique passages (at most ``limit``), as ``write_corpus`` orders them."""
-    from neocorrag_core.corpus import load_corpus
+    from neocorrag_core.indexing.corpus import load_corpus
 
     seen: dict[str, Any] = {}
     for corpus in CORPORA:

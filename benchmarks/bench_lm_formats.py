@@ -72,7 +72,7 @@ def prefill_tokens_per_s(lm: Any, tokens: int, repeats: int) -> float:
 def decode_tokens_per_s(lm: Any, new_tokens: int, repeats: int) -> float:
     import torch
 
-    from neocorrag_core.generation import neutral_settings
+    from neocorrag_core.lm.generation import neutral_settings
 
     ids = torch.tensor([_prompt_ids(lm, 32)])
     best = float("inf")
@@ -99,7 +99,7 @@ def decode_tokens_per_s(lm: Any, new_tokens: int, repeats: int) -> float:
 
 
 def reader_seconds(lm: Any, repeats: int) -> float:
-    from neocorrag_core.generation import chat_prompt_ids, greedy_generate
+    from neocorrag_core.lm.generation import chat_prompt_ids, greedy_generate
 
     text = "Answer the question from the passages.\n\n" + FILLER * 8 + "\nQuestion: Where?"
     ids = chat_prompt_ids(lm, text)
@@ -112,8 +112,8 @@ def reader_seconds(lm: Any, repeats: int) -> float:
 
 
 def rank_seconds(lm: Any, batch_sizes: list[int]) -> dict[int, float]:
-    from neocorrag_core.decoding import rank_candidates
-    from neocorrag_core.generation import chat_prompt_ids
+    from neocorrag_core.chains.decoding import rank_candidates
+    from neocorrag_core.lm.generation import chat_prompt_ids
 
     prompt = chat_prompt_ids(lm, "Write the evidence chain.\n" + FILLER * 4)
     candidates = [
@@ -132,7 +132,7 @@ def rank_seconds(lm: Any, batch_sizes: list[int]) -> dict[int, float]:
 def mining_seconds(lm: Any, questions: int) -> dict[str, float]:
     """Mean decode-stage seconds per demo question for beam and rank decoding."""
     from neocorrag_core import EvidenceChainMiner, Passage
-    from neocorrag_core.cli import dense_top_k, load_demo_questions
+    from neocorrag_core.cli.app import dense_top_k, load_demo_questions
 
     miner = EvidenceChainMiner(lm=lm)
     out: dict[str, list[float]] = {"beam": [], "rank": [], "total_beam": []}

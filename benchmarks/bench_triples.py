@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from neocorrag_core.cli_index import at_least_one, at_least_zero
-from neocorrag_core.graph import normalize_entity
+from neocorrag_core.chains.graph import normalize_entity
+from neocorrag_core.cli.index import at_least_one, at_least_zero
 from neocorrag_core.types import Passage, Triple
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neocorrag_core.cli_index import at_least_one
+from neocorrag_core.cli.index import at_least_one
 from neocorrag_core.models import resolve_embedder
 from neocorrag_core.rendering import render_passages
 from neocorrag_core.triples import OpenIETripleSource

@@ -34,10 +34,10 @@ from typing import Any
 from tqdm import tqdm
 
 # The decoder's own handling of the KV-cache keyword (renamed in transformers 5.x).
-from neocorrag_core.decoding import _cache_kwarg, _last_logits_only, _output_cache
+from neocorrag_core.chains.decoding import _cache_kwarg, _last_logits_only, _output_cache
 from neocorrag_core.eval.datasets import load_qa
 from neocorrag_core.eval.splits import SPLITS, split_of
-from neocorrag_core.generation import chat_ids, input_ids_tensor
+from neocorrag_core.lm.generation import chat_ids, input_ids_tensor
 from neocorrag_core.models import LanguageModel, resolve_lm
 from neocorrag_core.types import Passage
 
@@ -68,7 +68,7 @@ def _answer_ids(tokenizer: Any, words: Sequence[str]) -> list[int]:
 
 def prompt_ids(lm: LanguageModel, question: str, passages: Sequence[Passage], k: int) -> list[int]:
     """The chat prompt asking whether passage ``k`` (1-based) is needed; documents and the
-    question are content, never control tokens (:func:`~neocorrag_core.generation.chat_ids`)."""
+    question are content, never control tokens (:func:`~neocorrag_core.lm.generation.chat_ids`)."""
     listing = "\n".join(f"[{i}] {p.title}: {p.text}" for i, p in enumerate(passages, 1))
     body = (
         f"Question: {question}\n\nPassages:\n{listing}\n\n{INSTRUCTION} "

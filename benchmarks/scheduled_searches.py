@@ -48,7 +48,7 @@ from pathlib import Path
 from neocorrag_core.belief import EvidenceWorkspace
 from neocorrag_core.belief.verifier import PromptBudget
 from neocorrag_core.belief.writer import entity_next_query
-from neocorrag_core.cli_index import at_least_one
+from neocorrag_core.cli.index import at_least_one
 from neocorrag_core.errors import NeocorragError
 from neocorrag_core.eval.datasets import QAExample, load_qa
 from neocorrag_core.eval.retrieval import Retriever, pooled_corpus

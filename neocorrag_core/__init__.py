@@ -7,7 +7,8 @@ enforce it). Heavy models load lazily.
 from importlib import metadata as _metadata
 
 from neocorrag_core.belief import BeliefConfig, BeliefController, BeliefResult
-from neocorrag_core.config import MinerConfig
+from neocorrag_core.chains.config import MinerConfig
+from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import (
     ConfigError,
     EmbedderError,
@@ -24,7 +25,6 @@ from neocorrag_core.evireform import (
     ReformulationConfig,
     ReformulationResult,
 )
-from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.triples import (
     ChainedTripleSource,
     MetadataTripleSource,

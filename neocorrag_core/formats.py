@@ -1,9 +1,9 @@
 """Reading data files and telling their format: one place for the corpus and QA loaders.
 
-Both :mod:`neocorrag_core.corpus` (passages to index) and :mod:`neocorrag_core.eval.datasets`
-(questions to benchmark) read the same multi-hop QA files, so reading JSON or JSON lines
-and recognising the format happen here once; each loader then decides which formats it
-accepts and what it takes from them.
+Both :mod:`neocorrag_core.indexing.corpus` (passages to index) and
+:mod:`neocorrag_core.eval.datasets` (questions to benchmark) read the same multi-hop QA files, so
+reading JSON or JSON lines and recognising the format happen here once; each loader then decides
+which formats it accepts and what it takes from them.
 
 Formats (see ``../shared/data/README.md`` for the fields):
 

@@ -122,7 +122,7 @@ class KeepReason(str, Enum):
 class LossStage(str, Enum):
     """The first stage of the chain pipeline a dropped passage did not get through.
 
-    Ordered as the pipeline runs; computed by :func:`neocorrag_core.diagnosis.loss_stages`.
+    Ordered as the pipeline runs; computed by :func:`neocorrag_core.chains.diagnosis.loss_stages`.
     """
 
     NO_TRIPLES = "no_triples"
@@ -173,7 +173,7 @@ class DroppedPassage:
     passage: Passage
     rank: int
     stage: LossStage | None = None
-    """Where the chain pipeline lost it (:mod:`neocorrag_core.diagnosis`); ``None`` when
+    """Where the chain pipeline lost it (:mod:`neocorrag_core.chains.diagnosis`); ``None`` when
     the miner did not diagnose it."""
 
 

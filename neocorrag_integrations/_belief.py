@@ -37,10 +37,10 @@ from neocorrag_core.belief import (
 )
 from neocorrag_core.belief.calibrator import shipped_pair
 from neocorrag_core.belief.defaults import answer_miner
+from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import ConfigError, InputError
-from neocorrag_core.miner import EvidenceChainMiner
+from neocorrag_core.lm.structured import framework_kind
 from neocorrag_core.models import LazyModels
-from neocorrag_core.structured import framework_kind
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.validation import check_bool, check_choice, check_instance, check_int
 

@@ -20,9 +20,9 @@ from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
 
-from neocorrag_core.config import KeepMode, MinerConfig
+from neocorrag_core.chains.config import KeepMode, MinerConfig
+from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import ConfigError, InputError
-from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.triples import DefaultTripleSource, TripleSource
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import check_bool, check_choice, check_int, clean_text

@@ -22,13 +22,13 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationInfo, field_validator
 
+from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import ConfigError
 from neocorrag_core.evireform import (
     EvidenceReformulator,
     ReformulationConfig,
     ReformulationResult,
 )
-from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
 from neocorrag_core.triples import DefaultTripleSource, TripleSource
 from neocorrag_core.types import Passage

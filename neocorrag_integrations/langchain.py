@@ -53,11 +53,11 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
     ) from err
 
 from neocorrag_core.belief import AnswerabilityCalibrator, BeliefConfig, BeliefController
+from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import ConfigError, InputError
-from neocorrag_core.miner import EvidenceChainMiner
+from neocorrag_core.lm.structured import framework_kind
 from neocorrag_core.models import TextEmbedder, resolve_embedder
 from neocorrag_core.once import LoadOnce
-from neocorrag_core.structured import framework_kind
 from neocorrag_core.triples import TripleSource
 from neocorrag_integrations._belief import (
     BeliefEngine,

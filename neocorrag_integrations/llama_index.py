@@ -58,9 +58,9 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
     ) from err
 
 from neocorrag_core.belief import AnswerabilityCalibrator, BeliefConfig, BeliefController
+from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.evireform import EvidenceReformulator
-from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels, TextEmbedder, resolve_embedder
 from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples import TripleSource

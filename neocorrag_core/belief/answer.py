@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from neocorrag_core.generation import greedy_generate_scored
+from neocorrag_core.lm.generation import greedy_generate_scored
+from neocorrag_core.lm.prompt_budget import Clip, PromptTooLongError
+from neocorrag_core.lm.structured import FrameworkLLM, framework_kind
 from neocorrag_core.models import LazyModels
-from neocorrag_core.prompt_budget import Clip, PromptTooLongError
-from neocorrag_core.structured import FrameworkLLM, framework_kind
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import check_int
 

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import ConfigError
-from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.rendering import CHAIN_BLOCK_HEADER, CHAIN_FORMATS, ChainFormat
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import check_choice, check_instance

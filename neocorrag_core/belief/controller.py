@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from numbers import Real
 from typing import Any, TypeVar
 
+from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import ConfigError, InputError, ModelCallError, NeocorragError
-from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
 from neocorrag_core.search_calls import AsyncSearchFn, SearchFn, acall_search, call_search
 from neocorrag_core.types import Passage

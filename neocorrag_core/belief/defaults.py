@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from neocorrag_core.config import MinerConfig
-from neocorrag_core.miner import EvidenceChainMiner
+from neocorrag_core.chains.config import MinerConfig
+from neocorrag_core.chains.miner import EvidenceChainMiner
+from neocorrag_core.lm.structured import framework_kind
 from neocorrag_core.models import LazyModels
-from neocorrag_core.structured import framework_kind
 from neocorrag_core.triples import DefaultTripleSource, TripleSource
 
 from .answer import LMAnswerGenerator

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from neocorrag_core.miner import EvidenceChainMiner
+from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import check_instance
 

@@ -33,10 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from neocorrag_core.generation import chat_ids
-from neocorrag_core.models import LazyModels
-from neocorrag_core.once import LoadOnce
-from neocorrag_core.prompt_budget import (
+from neocorrag_core.lm.generation import chat_ids
+from neocorrag_core.lm.prompt_budget import (
     DEFAULT_PASSAGE_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     DEFAULT_QUESTION_TOKENS,
@@ -49,7 +47,7 @@ from neocorrag_core.prompt_budget import (
     fit_prompt,
     prompt_limit,
 )
-from neocorrag_core.structured import (
+from neocorrag_core.lm.structured import (
     CHARS_PER_TOKEN,
     FrameworkLLM,
     LocalJSONGenerator,
@@ -57,6 +55,8 @@ from neocorrag_core.structured import (
     framework_kind,
     parse_json_object,
 )
+from neocorrag_core.models import LazyModels
+from neocorrag_core.once import LoadOnce
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import check_bool, check_int
 
@@ -131,7 +131,7 @@ class PromptBudget:
 
     def clipper(self, tokenizer: Any) -> Clip:
         """Cuts pieces on the tokenizer's tokens (``None``: a framework LLM, no tokenizer:
-        on characters, :data:`~neocorrag_core.structured.CHARS_PER_TOKEN` per token)."""
+        on characters, :data:`~neocorrag_core.lm.structured.CHARS_PER_TOKEN` per token)."""
         if tokenizer is None:
             return functools.partial(_char_clip, self)
         return TokenClipper(
@@ -165,7 +165,7 @@ def numbered_documents(passages: Sequence[Passage], clip: Clip) -> list[str]:
 
 
 def no_clip(text: str, kind: PieceKind) -> str:
-    """A :data:`~neocorrag_core.prompt_budget.Clip` that keeps ``text`` as it is (for pieces
+    """A :data:`~neocorrag_core.lm.prompt_budget.Clip` that keeps ``text`` as it is (for pieces
     already cut once, while a prompt is fitted)."""
     return text
 
@@ -179,7 +179,7 @@ def fit_local_prompt(
 ) -> tuple[list[int], int]:
     """The chat prompt ``build(n)`` (as safe token ids) with the most passages that fit the
     budget and the context window with ``reserve`` tokens left to generate, and that ``n``;
-    :class:`~neocorrag_core.prompt_budget.PromptTooLongError` when none fits."""
+    :class:`~neocorrag_core.lm.prompt_budget.PromptTooLongError` when none fits."""
     return fit_prompt(
         lambda n: chat_ids(lm.tokenizer, build(n)),
         passages,

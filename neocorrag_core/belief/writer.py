@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from neocorrag_core.entities import capitalized_spans, question_spans
+from neocorrag_core.chains.query_entities import capitalized_spans, question_spans
 from neocorrag_core.evireform.propositions import build_propositions, relation_sentences
 from neocorrag_core.evireform.relations import open_relation_words, qualify, relation_words
 from neocorrag_core.evireform.residual import (
@@ -31,10 +31,10 @@ from neocorrag_core.evireform.residual import (
 )
 from neocorrag_core.evireform.selection import evidence_order
 from neocorrag_core.evireform.types import Proposition
-from neocorrag_core.generation import chat_prompt_ids, greedy_generate
+from neocorrag_core.lm.generation import chat_prompt_ids, greedy_generate
+from neocorrag_core.lm.prompt_budget import Clip, PromptTooLongError, fit_prompt, prompt_limit
+from neocorrag_core.lm.structured import FrameworkLLM, framework_kind
 from neocorrag_core.models import LazyModels
-from neocorrag_core.prompt_budget import Clip, PromptTooLongError, fit_prompt, prompt_limit
-from neocorrag_core.structured import FrameworkLLM, framework_kind
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.triples.base import triples_per_passage
 from neocorrag_core.triples.precomputed import triple_source_or_default

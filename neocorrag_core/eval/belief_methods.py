@@ -55,9 +55,9 @@ from neocorrag_core.belief.defaults import answer_miner
 from neocorrag_core.belief.refined_answer import REFINED_ANSWER_VERSION
 from neocorrag_core.belief.verifier import VERIFIER_PROMPT_VERSION
 from neocorrag_core.belief.writer import ENTITY_QUERY_VERSION, REWRITE_PROMPT_VERSION
+from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, SearchFn
 from neocorrag_core.eval.refiners import MINER_OUTPUT_VERSION
-from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.models import LazyModels
 from neocorrag_core.search_calls import call_search
 from neocorrag_core.triples import MetadataTripleSource

@@ -291,12 +291,12 @@ _PARSERS = {
 
 
 def load_corpus(path: str | Path) -> list[Passage]:
-    """A corpus file (any format :mod:`neocorrag_core.corpus` reads) as passages.
+    """A corpus file (any format :mod:`neocorrag_core.indexing.corpus` reads) as passages.
 
     Parsing is the corpus loader's; the ids are re-derived here with :func:`passage_id`, so
     they match :func:`load_qa`'s and gold passages are found in the pooled corpus.
     """
-    from neocorrag_core.corpus import load_corpus as read_corpus
+    from neocorrag_core.indexing.corpus import load_corpus as read_corpus
 
     corpus = read_corpus(path)
     return list(_unique(make_passage(p.title, p.text) for p in corpus.passages))

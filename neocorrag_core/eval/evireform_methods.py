@@ -23,6 +23,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from neocorrag_core.chains.focus import FOCUS_RULES
+from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
 from neocorrag_core.eval.refiners import MINER_OUTPUT_VERSION
 from neocorrag_core.evireform import (
@@ -31,8 +33,6 @@ from neocorrag_core.evireform import (
     ReformulationResult,
     SearchFn,
 )
-from neocorrag_core.focus import FOCUS_RULES
-from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.types import Passage
 
 EVIREFORM_METHODS = (
@@ -169,7 +169,7 @@ def method_version(name: str) -> str:
     changed default reruns the records it changes); for ``evireform-neocorrag``, which
     hands the reader the miner's kept passages (cut by the sentence rules) and its chain
     block where the chain format writes one, also the miner's output version and
-    :data:`~neocorrag_core.focus.FOCUS_RULES`. (Before ``miner-8`` every EviReform method
+    :data:`~neocorrag_core.chains.focus.FOCUS_RULES`. (Before ``miner-8`` every EviReform method
     carried them, so a miner change reran loops that never read the miner.)"""
     config = ReformulationConfig().with_overrides(**VARIANTS.get(name, {}))
     digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()

@@ -16,7 +16,7 @@ from neocorrag_core.cost import Cost
 from neocorrag_core.types import Passage
 
 if TYPE_CHECKING:
-    from neocorrag_core.miner import EvidenceChainMiner
+    from neocorrag_core.chains.miner import EvidenceChainMiner
 
 SearchFn = Callable[[str, int], list[Passage]]
 """``search(query, k)``: the benchmark's retrieval (per-question or corpus pool)."""

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from neocorrag_core.generation import chat_prompt_ids, greedy_generate
+from neocorrag_core.lm.generation import chat_prompt_ids, greedy_generate
 from neocorrag_core.models import LanguageModel
 from neocorrag_core.rendering import flatten, render_passage
 from neocorrag_core.types import Passage

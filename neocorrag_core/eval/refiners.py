@@ -46,12 +46,12 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from neocorrag_core.config import KEEP_MODES, MinerConfig
+from neocorrag_core.chains.config import KEEP_MODES, MinerConfig
+from neocorrag_core.chains.focus import CUT_REASONS, FOCUS_RULES
+from neocorrag_core.chains.keep import passthrough, refine_passages
+from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
-from neocorrag_core.focus import CUT_REASONS, FOCUS_RULES
-from neocorrag_core.generation import input_ids_tensor, neutral_settings
-from neocorrag_core.miner import EvidenceChainMiner
-from neocorrag_core.refine import passthrough, refine_passages
+from neocorrag_core.lm.generation import input_ids_tensor, neutral_settings
 from neocorrag_core.rendering import render_chains
 from neocorrag_core.types import EvidenceChain, MiningResult, Passage, Triple
 
@@ -130,7 +130,7 @@ def free_decoding_version(name: str) -> str:
 def method_version(name: str) -> str:
     """What a cached record of miner method ``name`` depends on beyond the run settings:
     :data:`MINER_OUTPUT_VERSION`, the method's own config changes and, for a method that
-    cuts passages, the sentence rules (:data:`~neocorrag_core.focus.FOCUS_RULES`)."""
+    cuts passages, the sentence rules (:data:`~neocorrag_core.chains.focus.FOCUS_RULES`)."""
     overrides = NEOCORRAG_METHODS[name]
     version = f"{MINER_OUTPUT_VERSION} {json.dumps(overrides, sort_keys=True)}"
     if MinerConfig().with_overrides(**overrides).passage_focus in CUT_REASONS:

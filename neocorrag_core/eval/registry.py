@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
-from neocorrag_core.config import KEEP_MODES
+from neocorrag_core.chains.config import KEEP_MODES
 from neocorrag_core.eval.protocol import BuildContext, Method, MethodFactory
 
 logger = logging.getLogger(__name__)

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from neocorrag_core.config import MinerConfig
+from neocorrag_core.chains.config import MinerConfig
+from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.eval import metrics as M
 from neocorrag_core.eval.datasets import LoadReport, QAExample, load_corpus, load_qa
 from neocorrag_core.eval.protocol import BuildContext, Method, MethodInput, MethodOutput
@@ -32,7 +33,6 @@ from neocorrag_core.eval.registry import available_methods, build_methods, metho
 from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
 from neocorrag_core.eval.splits import SPLITS, in_split
 from neocorrag_core.formats import read_json_or_lines
-from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.types import Passage
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from neocorrag_core.errors import ConfigError
-from neocorrag_core.prompt_budget import (
+from neocorrag_core.lm.prompt_budget import (
     DEFAULT_PASSAGE_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     DEFAULT_QUESTION_TOKENS,
@@ -93,7 +93,7 @@ class ReformulationConfig:
         max_query_words: longer generated lines are not queries and are skipped.
         max_question_tokens / max_title_tokens / max_passage_tokens / max_prompt_tokens:
             token budgets of the selection and query-writing prompts, as in ``MinerConfig``
-            (:mod:`neocorrag_core.prompt_budget`): each passage text and each evidence fact
+            (:mod:`neocorrag_core.lm.prompt_budget`): each passage text and each evidence fact
             gets ``max_passage_tokens``; a prompt that cannot fit takes the no-LM path.
 
     Scoring (stages d-f)

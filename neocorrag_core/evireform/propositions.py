@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from neocorrag_core.entities import capitalized_spans
-from neocorrag_core.graph import normalize_entity
+from neocorrag_core.chains.graph import normalize_entity
+from neocorrag_core.chains.query_entities import capitalized_spans
 from neocorrag_core.types import Passage, Triple
 
 from .relations import relation_position

@@ -17,14 +17,19 @@ from typing import Any
 
 import numpy as np
 
+from neocorrag_core.chains.graph import normalization_memo
+from neocorrag_core.chains.query_entities import all_capitals, question_spans
 from neocorrag_core.cost import Cost
-from neocorrag_core.entities import all_capitals, question_spans
 from neocorrag_core.errors import InputError, RetrievalError
-from neocorrag_core.generation import chat_prompt_ids, greedy_generate, text_token_ids
-from neocorrag_core.graph import normalization_memo
 from neocorrag_core.limits import WorkLimits, cap_triples, check_limits, collecting_notes
+from neocorrag_core.lm.generation import chat_prompt_ids, greedy_generate, text_token_ids
+from neocorrag_core.lm.prompt_budget import (
+    PromptTooLongError,
+    TokenClipper,
+    fit_prompt,
+    prompt_limit,
+)
 from neocorrag_core.models import LazyModels, VectorCache
-from neocorrag_core.prompt_budget import PromptTooLongError, TokenClipper, fit_prompt, prompt_limit
 from neocorrag_core.search_calls import (
     AsyncSearchFn,
     SearchFn,

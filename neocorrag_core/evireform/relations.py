@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from neocorrag_core.entities import all_capitals
+from neocorrag_core.chains.query_entities import all_capitals
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?", re.UNICODE)
 # What may stand between a sentence's end and its first word: spaces, quotes, brackets.

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neocorrag_core.decoding import beam_decode, numbered_passages, rank_candidates
-from neocorrag_core.generation import chat_prompt_ids
+from neocorrag_core.chains.decoding import beam_decode, numbered_passages, rank_candidates
+from neocorrag_core.lm.generation import chat_prompt_ids
+from neocorrag_core.lm.prompt_budget import Clip
 from neocorrag_core.models import LanguageModel
-from neocorrag_core.prompt_budget import Clip
 from neocorrag_core.types import Passage
 
 from .relations import covers

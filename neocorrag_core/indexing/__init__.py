@@ -6,7 +6,7 @@ store's only writer. Engines: :class:`LocalEngine` (this process),
 :class:`~neocorrag_core.indexing.process.ProcessEngine` (a local process pool) and
 :class:`~neocorrag_core.indexing.ray_engine.RayEngine` (Ray Data, the ``ray`` extra).
 
-    from neocorrag_core.corpus import open_corpus
+    from neocorrag_core.indexing.corpus import open_corpus
     from neocorrag_core.indexing import index_corpus, make_engine
     from neocorrag_core.triples import TripleStore
 

@@ -12,7 +12,7 @@ Workers only ever see passages and return triples. So:
   (:meth:`~neocorrag_core.triples.store.TripleStore.indexer_lock`), so a second run on
   the same store waits, then finds the first run's passages stored;
 * bounded memory: one chunk of passages (``chunk_size``) at a time; the corpus is read
-  as a stream (:func:`~neocorrag_core.corpus.open_corpus`).
+  as a stream (:func:`~neocorrag_core.indexing.corpus.open_corpus`).
 """
 
 from __future__ import annotations

@@ -22,14 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from neocorrag_core.once import LoadOnce
-from neocorrag_core.prompt_budget import DEFAULT_TITLE_TOKENS, clip_to_tokens
-from neocorrag_core.structured import (
+from neocorrag_core.lm.prompt_budget import DEFAULT_TITLE_TOKENS, clip_to_tokens
+from neocorrag_core.lm.structured import (
     FrameworkKind,
     FrameworkLLM,
     LocalJSONGenerator,
     framework_kind,
 )
+from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples.base import parse_triple
 from neocorrag_core.triples.extractor import clean_triples, truncate_words
 from neocorrag_core.triples.prompts import (
@@ -311,7 +311,7 @@ def _items_of_object(obj: Any, key: str) -> list[Any]:
 
 class _LocalBackend:
     """Batched greedy generation with an Outlines JSON-schema processor per output kind
-    (:class:`~neocorrag_core.structured.LocalJSONGenerator`)."""
+    (:class:`~neocorrag_core.lm.structured.LocalJSONGenerator`)."""
 
     def __init__(self, lm: Any, *, constrained: bool) -> None:
         self.lm = lm
@@ -404,7 +404,7 @@ def _pydantic_models() -> dict[str, Any]:
 
 class _FrameworkBackend:
     """Asks a LangChain or LlamaIndex LLM, with structured output where it offers it
-    (:class:`~neocorrag_core.structured.FrameworkLLM`)."""
+    (:class:`~neocorrag_core.lm.structured.FrameworkLLM`)."""
 
     def __init__(self, llm: Any, kind: FrameworkKind) -> None:
         self.llm = llm

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neocorrag_core.graph import normalize_entity
+from neocorrag_core.chains.graph import normalize_entity
 from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples.extractor import canonical_title, clean_triples, truncate_words
 from neocorrag_core.types import Passage, Triple

@@ -34,8 +34,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from neocorrag_core.chains.graph import normalize_entity
 from neocorrag_core.errors import ConfigError, InputError, StoreError
-from neocorrag_core.graph import normalize_entity
 from neocorrag_core.triples import store_jsonl
 from neocorrag_core.triples.cached import CachedTripleSource as CachedTripleSource
 from neocorrag_core.triples.cached import CacheStats as CacheStats

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from neocorrag_core.graph import normalize_entity
+from neocorrag_core.chains.graph import normalize_entity
 from neocorrag_core.triples.keys import ExtractorKey
 from neocorrag_core.types import Triple
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
-from neocorrag_core.generation import chat_prompt_ids, greedy_generate, input_ids_tensor
+from neocorrag_core.lm.generation import chat_prompt_ids, greedy_generate, input_ids_tensor
 from neocorrag_core.models import LanguageModel, TextEmbedder
 from neocorrag_core.rendering import render_passage
 from neocorrag_core.types import Passage

@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from neocorrag_core import EvidenceChainMiner, KeepReason, MinerConfig, Passage
-from neocorrag_core.cli import dense_top_k, load_demo_questions, main
+from neocorrag_core.cli.app import dense_top_k, load_demo_questions, main
 
 pytestmark = pytest.mark.real_models
 

@@ -10,7 +10,7 @@ import json
 import pytest
 from conftest import SHARED_DATA
 
-from neocorrag_core.cli import main
+from neocorrag_core.cli.app import main
 
 pytestmark = pytest.mark.real_models
 

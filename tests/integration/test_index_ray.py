@@ -19,9 +19,9 @@ pytest.importorskip("ray.data")
 
 import ray
 
-from neocorrag_core.corpus import open_corpus
 from neocorrag_core.errors import MissingDependencyError
 from neocorrag_core.indexing import index_corpus, make_engine
+from neocorrag_core.indexing.corpus import open_corpus
 from neocorrag_core.triples import TripleStore
 
 CITIES = ["Oslo", "Lyon", "Porto", "Graz", "Turin", "Ghent", "Bergen"]

@@ -25,7 +25,11 @@ import neocorrag_integrations
 ROOT = Path(__file__).resolve().parents[2]
 FRAMEWORKS = ("langchain", "langchain_core", "langchain_classic", "langchain_community",
               "llama_index")  # fmt: skip
-STAGES = ("neocorrag_core.search", "neocorrag_core.decoding", "neocorrag_core.refine")
+STAGES = (
+    "neocorrag_core.chains.path_search",
+    "neocorrag_core.chains.decoding",
+    "neocorrag_core.chains.keep",
+)
 
 
 def package_dir(package: object) -> Path:
@@ -110,7 +114,7 @@ def internal_graph() -> dict[str, set[str]]:
 
 def test_the_modules_are_found():
     mods = modules()
-    assert "neocorrag_core.miner" in mods
+    assert "neocorrag_core.chains.miner" in mods
     assert "neocorrag_core.evireform.reformulator" in mods
     assert "neocorrag_integrations.langchain" in mods
 

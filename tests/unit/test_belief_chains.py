@@ -24,8 +24,8 @@ from neocorrag_core.belief import (
 )
 from neocorrag_core.belief.chains import CHAIN_PASSAGE_ID, CHAIN_PASSAGE_TITLE
 from neocorrag_core.belief.verifier import numbered_documents
+from neocorrag_core.lm.structured import estimate_tokens
 from neocorrag_core.rendering import CHAIN_BLOCK_HEADER
-from neocorrag_core.structured import estimate_tokens
 
 PASSAGES = [Passage(id=i, title=t, text=x, metadata={"triples": tr}) for i, t, x, tr in CORPUS]
 GOOD = {"support": "high", "conflict": "no", "confident": "yes", "missing": "no", "drop": []}

@@ -54,9 +54,9 @@ from neocorrag_core.belief.writer import (
     query_key,
     relation_first_evidence,
 )
-from neocorrag_core.generation import chat_ids, greedy_generate_scored
+from neocorrag_core.lm.generation import chat_ids, greedy_generate_scored
+from neocorrag_core.lm.structured import Completion, LocalJSONGenerator, parse_json_object
 from neocorrag_core.models import LanguageModel, resolve_lm
-from neocorrag_core.structured import Completion, LocalJSONGenerator, parse_json_object
 from neocorrag_core.types import Triple
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from neocorrag_core.cli import print_result
-from neocorrag_core.config import MinerConfig
+from neocorrag_core.chains.config import MinerConfig
+from neocorrag_core.cli.app import print_result
 from neocorrag_core.errors import ConfigError
 from neocorrag_core.rendering import linearize, render_chains
 from neocorrag_core.types import (

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import neocorrag_core.cli as cli
-import neocorrag_core.cli_index as cli_index
+import neocorrag_core.cli.app as cli
+import neocorrag_core.cli.index as cli_index
 import neocorrag_core.triples.indexer_lock as lock_module
 import neocorrag_core.triples.store as store_module
 from neocorrag_core import __version__
@@ -180,7 +180,7 @@ def test_data_files_with_a_bom_position_or_line_separator(tmp_path: Path) -> Non
 
 
 def test_corpus_without_text_names_the_file(tmp_path: Path) -> None:
-    from neocorrag_core.corpus import load_corpus
+    from neocorrag_core.indexing.corpus import load_corpus
 
     empty = tmp_path / "empty.json"
     empty.write_text('[{"title": "A", "text": " "}]', encoding="utf-8")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from neocorrag_core.corpus import CorpusFormatError, load_corpus
+from neocorrag_core.indexing.corpus import CorpusFormatError, load_corpus
 
 A = ("Alpha", ["Alpha is a town.", "It lies on a river."])
 B = ("Beta", ["Beta is a river."])
@@ -128,7 +128,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_rows_without_text_are_counted_not_dropped_silently(tmp_path: Path) -> None:
-    from neocorrag_core.corpus import open_corpus
+    from neocorrag_core.indexing.corpus import open_corpus
 
     rows = [
         {"title": "A", "text": "Alice founded Acme."},
@@ -170,8 +170,8 @@ def test_rows_without_text_are_counted_not_dropped_silently(tmp_path: Path) -> N
 
 
 def test_a_limit_below_one_is_refused(tmp_path: Path) -> None:
-    from neocorrag_core.corpus import open_corpus, passages_from_data
     from neocorrag_core.errors import ConfigError
+    from neocorrag_core.indexing.corpus import open_corpus, passages_from_data
 
     path = tmp_path / "c.json"
     path.write_text(json.dumps([{"title": "A", "text": "a"}, {"title": "B", "text": "b"}]))
@@ -186,7 +186,7 @@ def test_a_limit_below_one_is_refused(tmp_path: Path) -> None:
 
 
 def test_question_rows_that_are_no_object_are_counted_as_skipped() -> None:
-    from neocorrag_core.corpus import passages_from_data
+    from neocorrag_core.indexing.corpus import passages_from_data
 
     para = {"title": "T", "paragraph_text": "Some text."}
     musique = [{"id": "q1", "paragraphs": [para]}, "garbage row", 42, {"id": "q2"}]

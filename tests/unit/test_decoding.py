@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tiny_models import build_tiny_lm, build_tiny_tokenizer
 
-from neocorrag_core import decoding
-from neocorrag_core.decoding import (
+from neocorrag_core.chains import decoding
+from neocorrag_core.chains.decoding import (
     DecodedChoice,
     DecodingOutput,
     TokenTrie,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neocorrag_core.diagnosis import loss_stages, reachable_triples
-from neocorrag_core.graph import EvidenceGraph
+from neocorrag_core.chains.diagnosis import loss_stages, reachable_triples
+from neocorrag_core.chains.graph import EvidenceGraph
 from neocorrag_core.types import EvidenceChain, LossStage, Passage, Triple
 
 # seed "a"; a-b (p1, similar to the query), b-c (p2, pruned: low similarity), c-d (p3),

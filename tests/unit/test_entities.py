@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from neocorrag_core.entities import QueryEntityExtractor, capitalized_spans, ngram_entities
+from neocorrag_core.chains.query_entities import (
+    QueryEntityExtractor,
+    capitalized_spans,
+    ngram_entities,
+)
 
 
 def test_capitalized_spans_join_of_and_strip_possessives():
@@ -36,7 +40,7 @@ def test_extractor_rejects_unknown_mode():
 
 
 def test_a_question_in_capitals_gives_no_capitalised_names():
-    from neocorrag_core.entities import all_capitals, question_spans
+    from neocorrag_core.chains.query_entities import all_capitals, question_spans
 
     assert all_capitals("WHO DIRECTED TITANIC?") and not all_capitals("NASA")
     assert question_spans("WHO DIRECTED TITANIC?") == []  # was ["DIRECTED TITANIC"]

@@ -7,10 +7,10 @@ import pytest
 from conftest import bag_of_words_embedder
 
 from neocorrag_core import EvidenceChainMiner, KeepReason, MinerConfig, Passage
+from neocorrag_core.chains.graph import EvidenceGraph, normalize_entity
+from neocorrag_core.chains.path_search import naive_search_paths, search_paths
 from neocorrag_core.eval import MethodInput
 from neocorrag_core.eval.refiners import NeocorragMethod
-from neocorrag_core.graph import EvidenceGraph, normalize_entity
-from neocorrag_core.search import naive_search_paths, search_paths
 from neocorrag_core.types import Triple
 
 

@@ -241,7 +241,7 @@ def test_unknown_method_and_bad_limit_are_clear(tmp_path):
 
 
 def test_cli_eval_reports_bad_data_as_an_error(tmp_path, capsys):
-    from neocorrag_core.cli import main
+    from neocorrag_core.cli.app import main
 
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"docs": []}))
@@ -485,7 +485,7 @@ def test_a_corpus_without_pool_corpus_is_refused(tmp_path):
 
 
 def test_cli_refuses_a_bad_bootstrap_in_one_line(tmp_path, capsys):
-    from neocorrag_core.cli import main
+    from neocorrag_core.cli.app import main
 
     qa, _ = write_fixture(tmp_path)
     out = tmp_path / "o"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from neocorrag_core.cli import _assignments
+from neocorrag_core.cli.app import _assignments
 from neocorrag_core.eval.splits import calibration_split_of, in_split, split_of
 
 

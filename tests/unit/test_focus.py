@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from neocorrag_core.config import MinerConfig
+from neocorrag_core.chains.config import MinerConfig
+from neocorrag_core.chains.focus import (
+    ALL_FOCUSED_REASONS,
+    FOCUS_RULES,
+    evidence_sentences,
+    focus_kept,
+)
 from neocorrag_core.errors import ConfigError
 from neocorrag_core.eval.refiners import method_version
-from neocorrag_core.focus import ALL_FOCUSED_REASONS, FOCUS_RULES, evidence_sentences, focus_kept
 from neocorrag_core.types import EvidenceChain, KeepReason, KeptPassage, Passage, Triple
 
 SNOW = Passage(

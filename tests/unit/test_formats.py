@@ -92,7 +92,7 @@ def test_a_file_that_is_neither_json_nor_json_lines_says_where_each_stopped(tmp_
 
 
 def test_streamed_corpus_lines_report_the_column_the_same_way(tmp_path: Path):
-    from neocorrag_core.corpus import open_corpus
+    from neocorrag_core.indexing.corpus import open_corpus
 
     path = tmp_path / "corpus.jsonl"
     path.write_text('{"title": "A", "text": "x"}\n{"title": "B", "text": "a\x01"}\n', "utf-8")

@@ -68,13 +68,12 @@ from neocorrag_core import (
     Passage,
     ReformulationConfig,
     RetrievalError,
-    entities,
-    graph,
-    links,
 )
-from neocorrag_core.graph import normalize_entity
+from neocorrag_core.chains import graph, links
+from neocorrag_core.chains import query_entities as entities
+from neocorrag_core.chains.graph import normalize_entity
+from neocorrag_core.chains.path_search import activated_score
 from neocorrag_core.models import LanguageModel, TextEmbedder, resolve_embedder
-from neocorrag_core.search import activated_score
 from neocorrag_integrations.langchain import EvidenceReformulationRetriever as LCReformRetriever
 from neocorrag_integrations.langchain import NeocorRAGCompressor, is_evidence_chain_document
 from neocorrag_integrations.llama_index import EvidenceReformulationRetriever as LIReformRetriever

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from neocorrag_core.graph import EvidenceGraph, normalize_entity
-from neocorrag_core.refine import refine_passages
+from neocorrag_core.chains.graph import EvidenceGraph, normalize_entity
+from neocorrag_core.chains.keep import refine_passages
 from neocorrag_core.rendering import render_chains
 from neocorrag_core.types import (
     EvidenceChain,

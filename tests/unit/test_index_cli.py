@@ -12,8 +12,8 @@ pytest.importorskip("spacy")
 from conftest import bag_of_words_embedder
 
 from neocorrag_core import EvidenceChainMiner, MinerConfig
-from neocorrag_core.cli import main
-from neocorrag_core.corpus import load_corpus
+from neocorrag_core.cli.app import main
+from neocorrag_core.indexing.corpus import load_corpus
 from neocorrag_core.triples import (
     CachedTripleSource,
     SpacyTripleExtractor,

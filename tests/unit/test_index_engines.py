@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-import neocorrag_core.cli_index as cli_index
-import neocorrag_core.corpus as corpus_module
-from neocorrag_core.cli import main
-from neocorrag_core.corpus import CorpusFormatError, load_corpus, open_corpus
+import neocorrag_core.cli.index as cli_index
+import neocorrag_core.indexing.corpus as corpus_module
+from neocorrag_core.cli.app import main
 from neocorrag_core.errors import MissingDependencyError
 from neocorrag_core.indexing import LocalEngine, index_corpus, make_engine
+from neocorrag_core.indexing.corpus import CorpusFormatError, load_corpus, open_corpus
 from neocorrag_core.triples import TripleStore
 from neocorrag_core.triples.store import ExtractorKey, text_sha256
 from neocorrag_core.types import Passage, Triple
@@ -331,7 +331,7 @@ def test_a_run_killed_with_sigkill_resumes_with_nothing_lost_or_doubled(tmp_path
     # One passage per transaction, so the run is mid-way for a long time; the cwd keeps a
     # checkout's package off sys.path when the installed one is tested.
     run = subprocess.Popen(
-        [sys.executable, "-m", "neocorrag_core.cli", *args, "--batch-size", "1"],
+        [sys.executable, "-m", "neocorrag_core.cli.app", *args, "--batch-size", "1"],
         cwd=tmp_path,
         stdout=log,
         stderr=log,

@@ -50,10 +50,10 @@ from neocorrag_core.belief import (
     Usage,
     VerifierReply,
 )
-from neocorrag_core.cli import load_demo_questions, main
-from neocorrag_core.corpus import load_corpus, open_corpus
+from neocorrag_core.cli.app import load_demo_questions, main
 from neocorrag_core.evireform import ReformulationQuery
 from neocorrag_core.formats import read_json_or_lines
+from neocorrag_core.indexing.corpus import load_corpus, open_corpus
 from neocorrag_core.models import LanguageModel, resolve_embedder
 from neocorrag_core.triples import (
     DefaultTripleSource,

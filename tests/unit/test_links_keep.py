@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from neocorrag_core.config import KEEP_MODES, MinerConfig
-from neocorrag_core.links import (
+from neocorrag_core.chains.config import KEEP_MODES, MinerConfig
+from neocorrag_core.chains.keep import refine_passages
+from neocorrag_core.chains.links import (
     PassageLinks,
     is_comparison,
     link_passages,
     mentions,
     passage_topic,
 )
-from neocorrag_core.refine import refine_passages
 from neocorrag_core.types import EvidenceChain, KeepReason, Passage, Triple
 
 

@@ -317,7 +317,7 @@ def test_framework_answer_without_entities_skips_the_triple_step() -> None:
 
 
 def test_a_passage_of_one_huge_word_is_cut_on_tokens(tiny_lms, monkeypatch) -> None:
-    from neocorrag_core.generation import chat_ids
+    from neocorrag_core.lm.generation import chat_ids
 
     ex = LLMTripleExtractor(tiny_lms[0], max_words=20, max_new_tokens=16)
     sent: list[int] = []

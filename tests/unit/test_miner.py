@@ -9,8 +9,8 @@ import pytest
 from conftest import bag_of_words_embedder
 
 from neocorrag_core import EvidenceChainMiner, InputError, KeepReason, MinerConfig, Passage
-from neocorrag_core.cli import print_result
-from neocorrag_core.search import search_paths
+from neocorrag_core.chains.path_search import search_paths
+from neocorrag_core.cli.app import print_result
 from neocorrag_core.types import LossStage
 
 TRIPLES = {
@@ -83,8 +83,8 @@ def test_every_chain_is_a_candidate_and_every_kept_passage_has_a_reason(decoding
 
 
 def _candidate_texts(miner: EvidenceChainMiner, passages: list[Passage]) -> set[str]:
-    from neocorrag_core.graph import EvidenceGraph
-    from neocorrag_core.search import select_seeds, to_chain
+    from neocorrag_core.chains.graph import EvidenceGraph
+    from neocorrag_core.chains.path_search import select_seeds, to_chain
 
     triples = miner.triple_source.triples_for(passages)
     graph = EvidenceGraph.from_triples(t for ts in triples for t in ts)
@@ -272,7 +272,7 @@ def test_triple_texts_are_embedded_once_across_calls():
 def test_a_per_call_query_entities_override_is_used(monkeypatch):
     # The extractor used to be built once, in the constructor's mode: the override was
     # validated and then ignored.
-    from neocorrag_core.entities import QueryEntityExtractor
+    from neocorrag_core.chains.query_entities import QueryEntityExtractor
 
     used: list[str] = []
     original = QueryEntityExtractor.__call__

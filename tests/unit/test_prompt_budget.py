@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from tiny_models import build_tiny_lm, build_tiny_tokenizer
 
-from neocorrag_core.decoding import build_prompt_ids
-from neocorrag_core.generation import text_token_ids
+from neocorrag_core.chains.decoding import build_prompt_ids
+from neocorrag_core.lm.generation import text_token_ids
+from neocorrag_core.lm.prompt_budget import ELLIPSIS, TokenClipper, clip_to_tokens
 from neocorrag_core.models import resolve_lm
-from neocorrag_core.prompt_budget import ELLIPSIS, TokenClipper, clip_to_tokens
 from neocorrag_core.rendering import flatten
 from neocorrag_core.types import Passage
 

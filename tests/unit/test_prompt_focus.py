@@ -6,11 +6,11 @@ import pytest
 from tiny_models import build_tiny_lm
 
 from neocorrag_core import EvidenceChain, MinerConfig, Passage, Triple
-from neocorrag_core.decoding import build_prompt_ids
+from neocorrag_core.chains.decoding import build_prompt_ids
+from neocorrag_core.chains.miner import candidate_focus
 from neocorrag_core.evireform import ReformulationConfig
 from neocorrag_core.evireform.selection import proposition_focus, selection_prompt_text
 from neocorrag_core.evireform.types import Proposition
-from neocorrag_core.miner import candidate_focus
 from neocorrag_core.models import LanguageModel
 from neocorrag_core.rendering import focus_text, split_sentences
 

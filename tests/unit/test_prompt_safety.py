@@ -13,17 +13,17 @@ from conftest import bag_of_words_embedder
 from tiny_models import build_tiny_lm, build_tiny_tokenizer
 
 from neocorrag_core import EvidenceChainMiner, MinerConfig, Passage, Triple
-from neocorrag_core.decoding import build_prompt_ids
+from neocorrag_core.chains.decoding import build_prompt_ids
 from neocorrag_core.evireform.residual import residual_prompt_text
 from neocorrag_core.evireform.selection import build_selection_prompt
-from neocorrag_core.generation import chat_ids, chat_prompt_ids, text_token_ids
-from neocorrag_core.models import resolve_lm
-from neocorrag_core.prompt_budget import (
+from neocorrag_core.lm.generation import chat_ids, chat_prompt_ids, text_token_ids
+from neocorrag_core.lm.prompt_budget import (
     PromptTooLongError,
     TokenClipper,
     clip_to_tokens,
     fit_prompt,
 )
+from neocorrag_core.models import resolve_lm
 from neocorrag_core.triples.base import MAX_ENTITY_CHARS, bounded_triple
 
 QWEN = (

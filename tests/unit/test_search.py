@@ -7,16 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from neocorrag_core.config import MinerConfig
-from neocorrag_core.graph import EvidenceGraph
-from neocorrag_core.rendering import linearize
-from neocorrag_core.search import (
+from neocorrag_core.chains.config import MinerConfig
+from neocorrag_core.chains.graph import EvidenceGraph
+from neocorrag_core.chains.path_search import (
     activated_score,
     path_score,
     search_paths,
     select_seeds,
     to_chain,
 )
+from neocorrag_core.rendering import linearize
 from neocorrag_core.types import Triple
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from neocorrag_core.cli import main
+from neocorrag_core.chains.graph import normalize_entity
+from neocorrag_core.cli.app import main
 from neocorrag_core.errors import InputError, StoreError
-from neocorrag_core.graph import normalize_entity
 from neocorrag_core.triples.store import (
     SCHEMA_VERSION,
     ExtractorKey,

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neocorrag_core.cli import main
-from neocorrag_core.cli_store import _human_bytes
+from neocorrag_core.cli.app import main
+from neocorrag_core.cli.store import _human_bytes
 from neocorrag_core.errors import StoreError
 from neocorrag_core.triples.indexer_lock import hold_indexer_lock
 from neocorrag_core.triples.store import ExtractorKey, TripleStore, text_sha256

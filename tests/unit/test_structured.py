@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from neocorrag_core.structured import FrameworkLLM, parse_json_object
+from neocorrag_core.lm.structured import FrameworkLLM, parse_json_object
 
 
 class Verdict(BaseModel):

@@ -14,8 +14,8 @@ import pytest
 from tiny_models import build_tiny_tokenizer
 from tokenizers import AddedToken, normalizers
 
-from neocorrag_core.decoding import _encode_candidates
-from neocorrag_core.generation import (
+from neocorrag_core.chains.decoding import _encode_candidates
+from neocorrag_core.lm.generation import (
     _escaped_chat_ids,
     chat_ids,
     text_token_ids,
@@ -106,7 +106,7 @@ def test_a_marker_the_normalizer_restores_is_dropped(caplog: pytest.LogCaptureFi
     tok.backend_tokenizer.normalizer = normalizers.Replace("\u200b", "")
     tok.add_tokens([AddedToken(TOOL_CALL, special=False, normalized=True)])
     tool_id = tok.convert_tokens_to_ids(TOOL_CALL)
-    with caplog.at_level(logging.WARNING, logger="neocorrag_core.generation"):
+    with caplog.at_level(logging.WARNING, logger="neocorrag_core.lm.generation"):
         ids = text_token_ids(tok, f"before {TOOL_CALL} after")
     assert tool_id not in ids
     assert "dropped 1 marker" in caplog.text

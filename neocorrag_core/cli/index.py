@@ -1,7 +1,7 @@
 """``neocorrag index``: extract the triples of a corpus file into a triple store, resumably.
 
 The command wires the command line to :mod:`neocorrag_core.indexing`: the corpus is
-streamed (:func:`~neocorrag_core.corpus.open_corpus`), extraction runs on the engine
+streamed (:func:`~neocorrag_core.indexing.corpus.open_corpus`), extraction runs on the engine
 asked for (``local``: this process, the default; ``process``: a local process pool;
 ``ray``: Ray Data, locally or on a cluster), and this process alone writes the store,
 batch by batch, so a run stopped in any way resumes when run again.
@@ -67,7 +67,7 @@ def run_index(args: argparse.Namespace) -> int:
     Runs on one store take turns (:meth:`~neocorrag_core.triples.store.TripleStore.indexer_lock`):
     a second run waits for the first, then extracts only what the first left undone.
     """
-    from neocorrag_core.corpus import open_corpus
+    from neocorrag_core.indexing.corpus import open_corpus
     from neocorrag_core.models.lm_loading import check_lm_path
     from neocorrag_core.triples.spacy_extractor import check_spacy_pipeline
     from neocorrag_core.triples.store import TripleStore

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from neocorrag_core import __version__
-from neocorrag_core.cli_index import add_index_parser, at_least_one
-from neocorrag_core.config import KEEP_MODES, MinerConfig
+from neocorrag_core.chains.config import KEEP_MODES, MinerConfig
+from neocorrag_core.chains.miner import EvidenceChainMiner
+from neocorrag_core.cli.index import add_index_parser, at_least_one
 from neocorrag_core.errors import NeocorragError
 from neocorrag_core.formats import DataFormatError, read_json_or_lines
-from neocorrag_core.miner import EvidenceChainMiner
 from neocorrag_core.rendering import render_passages
 from neocorrag_core.types import KeepReason, MiningResult, Passage
 
@@ -489,7 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=run_demo)
     add_eval_parser(sub)
     add_index_parser(sub)
-    from neocorrag_core.cli_store import add_store_parser
+    from neocorrag_core.cli.store import add_store_parser
 
     add_store_parser(sub)
     doctor = sub.add_parser(

@@ -4,10 +4,10 @@ never passes the model's context window.
 A question, a title, a passage or a fact in a prompt comes from users and documents, so its
 length is unbounded; an 8,000-character question once made a 2,921-token decoding prompt. Each
 piece is therefore cut to a token budget (:class:`TokenClipper`), counted with the same
-special-token-free tokenization the prompt uses (:func:`~neocorrag_core.generation.text_token_ids`),
-and the whole prompt is fitted under ``min(max_prompt_tokens, context window - reserve)`` by
-showing fewer passages (:func:`fit_prompt`); when even no passage fits, the caller takes its
-no-LM path and says so.
+special-token-free tokenization the prompt uses
+(:func:`~neocorrag_core.lm.generation.text_token_ids`), and the whole prompt is fitted under
+``min(max_prompt_tokens, context window - reserve)`` by showing fewer passages
+(:func:`fit_prompt`); when even no passage fits, the caller takes its no-LM path and says so.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from neocorrag_core.errors import InputError
-from neocorrag_core.generation import text_token_ids
+from neocorrag_core.lm.generation import text_token_ids
 from neocorrag_core.rendering import flatten
 
 PieceKind = Literal["question", "title", "passage", "entity"]

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neocorrag_core.config import MinerConfig
-from neocorrag_core.graph import EvidenceGraph
+from neocorrag_core.chains.config import MinerConfig
+from neocorrag_core.chains.graph import EvidenceGraph
 from neocorrag_core.rendering import linearize
 from neocorrag_core.types import EvidenceChain
 

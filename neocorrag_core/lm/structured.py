@@ -6,7 +6,7 @@ Two kinds of LM are served:
   padding, every generated token constrained by an Outlines JSON-schema logits processor
   (one per schema, built on first use), so a finished output always parses and fits the
   schema; the prompt's untrusted text never becomes a chat control token
-  (:func:`~neocorrag_core.generation.chat_ids`);
+  (:func:`~neocorrag_core.lm.generation.chat_ids`);
 * the user's framework LLM (:class:`FrameworkLLM`): a LangChain chat model or a LlamaIndex
   LLM, detected by duck typing (no framework is imported here); its own structured output
   is used where it offers one, otherwise its text answer is returned for the caller to
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from neocorrag_core.errors import MissingDependencyError
-from neocorrag_core.generation import chat_ids, model_device, neutral_settings
+from neocorrag_core.lm.generation import chat_ids, model_device, neutral_settings
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ class LocalJSONGenerator:
         constrained: constrain every token with an Outlines JSON-schema processor (turn
             off only to measure how often unconstrained output fails).
         neutral: neutralize the model's own generation config (repetition penalty,
-            sampling settings; :func:`~neocorrag_core.generation.neutral_settings`).
+            sampling settings; :func:`~neocorrag_core.lm.generation.neutral_settings`).
 
     One processor per schema, built on first use under the LM's lock (a few seconds for a
     150k-token vocabulary); the Outlines wrapper of the model is built once and shared.

@@ -1,6 +1,6 @@
 """Stage c, last step: cut the kept passages to their evidence sentences.
 
-The keep rules (:mod:`neocorrag_core.refine`) decide *which* passages stay; a kept passage
+The keep rules (:mod:`neocorrag_core.chains.keep`) decide *which* passages stay; a kept passage
 is usually a whole encyclopedia paragraph of which one or two sentences carry the hop. On
 the dev split the passages kept below the top-N alone were a fifth to a third of the
 reader's tokens (docs/lab-log.md, "A compact chain block"). A cut passage keeps its
@@ -29,9 +29,9 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
+from neocorrag_core.chains.graph import normalize_entity
+from neocorrag_core.chains.links import entity_keys, is_name, mentions
 from neocorrag_core.evireform.relations import covers, relation_words
-from neocorrag_core.graph import normalize_entity
-from neocorrag_core.links import entity_keys, is_name, mentions
 from neocorrag_core.rendering import split_sentences
 from neocorrag_core.types import EvidenceChain, KeepReason, KeptPassage, Triple
 
@@ -82,7 +82,7 @@ def focus_kept(
     :func:`evidence_sentences`; the cut ones carry their whole text in ``full_text``.
 
     Args:
-        kept: the refined passages (:func:`~neocorrag_core.refine.refine_passages`).
+        kept: the refined passages (:func:`~neocorrag_core.chains.keep.refine_passages`).
         triples_of: each passage id's triples, as the triple source returned them.
         query_entities: the names the miner found in the question (lower-case ones, the
             common nouns the n-gram matcher also finds, are not names and are ignored).

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from neocorrag_core.graph import EvidenceGraph
+from neocorrag_core.chains.graph import EvidenceGraph
 from neocorrag_core.types import EvidenceChain, LossStage, Passage, Triple
 
 

@@ -1,15 +1,15 @@
 """Stage c: evidence-guided filtering (Eq. 8, widened by the keep mode).
 
 Rendering the result is ``rendering``'s job; the links a keep mode may use come from
-:mod:`neocorrag_core.links`.
+:mod:`neocorrag_core.chains.links`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from neocorrag_core.config import KEEP_MODES, KeepMode
-from neocorrag_core.links import PassageLinks
+from neocorrag_core.chains.config import KEEP_MODES, KeepMode
+from neocorrag_core.chains.links import PassageLinks
 from neocorrag_core.types import DroppedPassage, EvidenceChain, KeepReason, KeptPassage, Passage
 
 
@@ -28,7 +28,7 @@ def refine_passages(
     ``keep="paper"`` is Eq. 8: the top-N, and below that only the sources of a triple in
     a chosen chain. The other modes add passages about a query entity and/or bridge
     passages (``links`` must then be given, one per passage, from
-    :func:`~neocorrag_core.links.link_passages`); ``chain_support`` overrides whether
+    :func:`~neocorrag_core.chains.links.link_passages`); ``chain_support`` overrides whether
     chain-cited passages are kept. The first reason that applies is recorded, in the
     order top-N, chain, query entity, bridge. Support is decided by provenance (the
     passage is a source of a triple in a chosen chain), not by the paper's substring
@@ -36,12 +36,12 @@ def refine_passages(
     kept. When nothing would be kept, everything passes through, so the context is never
     empty.
 
-    ``comparison`` (the question is shaped like one, :func:`~neocorrag_core.links.is_comparison`)
-    narrows the modes that keep query-entity passages when at least two passages are
-    titled after what the question names: the evidence of "Which is older, X or Y?" is X's
-    and Y's own passages, so only the top-1, those passages and the passages they name
-    are kept. Measured on the tune half of the dev split, this lost no gold passage and
-    cut 5-7 more points of the noise on HotpotQA and 2Wiki (docs/lab-log.md).
+    ``comparison`` (the question is shaped like one,
+    :func:`~neocorrag_core.chains.links.is_comparison`) narrows the modes that keep query-entity
+    passages when at least two passages are titled after what the question names: the evidence of
+    "Which is older, X or Y?" is X's and Y's own passages, so only the top-1, those passages and
+    the passages they name are kept. Measured on the tune half of the dev split, this lost no
+    gold passage and cut 5-7 more points of the noise on HotpotQA and 2Wiki (docs/lab-log.md).
     """
     _, use_chains, use_entities, use_bridges = KEEP_MODES[keep]
     if chain_support is not None:

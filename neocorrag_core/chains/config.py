@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from neocorrag_core.errors import ConfigError
-from neocorrag_core.prompt_budget import (
+from neocorrag_core.lm.prompt_budget import (
     DEFAULT_PASSAGE_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     DEFAULT_QUESTION_TOKENS,
@@ -105,7 +105,7 @@ class MinerConfig:
         rank_batch_size: candidates scored per forward pass in ``"rank"`` mode.
         max_question_tokens / max_title_tokens / max_passage_tokens: token budgets of the
             question, of each title and key entity, and of each passage's text in the
-            prompt (:mod:`neocorrag_core.prompt_budget`); longer text is cut with an
+            prompt (:mod:`neocorrag_core.lm.prompt_budget`); longer text is cut with an
             ellipsis, so an 8,000-character question costs what a 128-token one does.
         max_prompt_tokens: the whole prompt's budget, lowered further so that prompt plus
             the longest candidate fit the model's context window; passages are dropped
@@ -116,7 +116,7 @@ class MinerConfig:
         keep: the recall/noise dial; every mode keeps the top-N by retrieval rank.
             ``"recall"`` (default, top-N 2) adds the passages about a query entity and the
             bridge passages linked to the best-ranked or a query-entity passage (a shared
-            entity, or that passage names its topic; see :mod:`neocorrag_core.links`);
+            entity, or that passage names its topic; see :mod:`neocorrag_core.chains.links`);
             ``"balanced"`` is the same with top-N 1; ``"precise"`` (top-N 1) adds bridges
             only; ``"paper"`` is Eq. 8 as published: top-N 2 plus the passages a chosen
             chain cites. For a question shaped like a comparison ("X or Y?", "Are X and
@@ -138,7 +138,7 @@ class MinerConfig:
             its lead sentence, the sentences naming a question entity, an entity it shares
             with another kept passage or an entity of a chosen chain's triple it supplied,
             and the sentences stating one of the question's relation words
-            (:mod:`neocorrag_core.focus`); the cut ones keep their whole text in
+            (:mod:`neocorrag_core.chains.focus`); the cut ones keep their whole text in
             ``KeptPassage.full_text``. ``"linked"`` cuts only the passages kept below the
             top-N (about a query entity, a bridge, chain-cited); ``"none"`` hands on every
             kept passage whole. Chosen on the tune half (the F1 of whole passages; reader

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from neocorrag_core.graph import normalize_entity
+from neocorrag_core.chains.graph import normalize_entity
 from neocorrag_core.types import Passage, Triple
 
 _MIN_TOPIC_CHARS = 3
@@ -158,7 +158,7 @@ _YES_NO_OPENERS = ("are", "were", "is", "was", "do", "does", "did")
 def is_comparison(query: str) -> bool:
     """Whether ``query`` is shaped like a comparison: it offers alternatives (" or ") or
     asks yes/no ("Are X and Y both ...?"). English-only, like the rest of the link rules;
-    :func:`~neocorrag_core.refine.refine_passages` also needs two passages titled after
+    :func:`~neocorrag_core.chains.keep.refine_passages` also needs two passages titled after
     what the question names before it treats the question as one."""
     words = query.strip().lower().split()
     return bool(words) and (words[0] in _YES_NO_OPENERS or "or" in words)

@@ -29,14 +29,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from neocorrag_core.generation import (
+from neocorrag_core.lm.generation import (
     chat_prompt_ids,
     model_device,
     neutral_settings,
     text_token_ids_batch,
 )
+from neocorrag_core.lm.prompt_budget import Clip, PieceKind
 from neocorrag_core.models import LanguageModel, end_of_turn_token_id
-from neocorrag_core.prompt_budget import Clip, PieceKind
 from neocorrag_core.rendering import flatten, focus_text
 from neocorrag_core.types import Passage
 
@@ -129,7 +129,7 @@ def build_prompt_ids(
     ``focus`` (passage id -> entity names) shows each passage as only the sentences that
     mention its names (:func:`~neocorrag_core.rendering.focus_text`); ``None`` shows the
     passages cut to ``max_passage_chars``. ``clip`` cuts the question, each entity, title
-    and passage to its token budget (:class:`~neocorrag_core.prompt_budget.TokenClipper`).
+    and passage to its token budget (:class:`~neocorrag_core.lm.prompt_budget.TokenClipper`).
     """
     text = _prompt_text(
         question,
@@ -203,7 +203,7 @@ def _piece(text: str, kind: PieceKind, clip: Clip | None) -> str:
 
 def _encode_candidates(tokenizer: Any, candidates: Sequence[str], end_id: int) -> list[list[int]]:
     """Each candidate's tokens plus the end id; marker text in a candidate stays text
-    (:func:`~neocorrag_core.generation.text_token_ids`)."""
+    (:func:`~neocorrag_core.lm.generation.text_token_ids`)."""
     return [[*ids, end_id] for ids in text_token_ids_batch(tokenizer, candidates)]
 
 

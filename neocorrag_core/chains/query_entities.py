@@ -8,8 +8,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from neocorrag_core.chains.graph import normalize_entity
 from neocorrag_core.errors import ConfigError, MissingDependencyError
-from neocorrag_core.graph import normalize_entity
 from neocorrag_core.once import LoadOnce
 
 logger = logging.getLogger(__name__)

@@ -10,13 +10,20 @@ from contextlib import suppress
 from dataclasses import replace
 from typing import Any
 
-from neocorrag_core.config import MinerConfig
-from neocorrag_core.diagnosis import loss_stages
-from neocorrag_core.entities import QueryEntityExtractor
+from neocorrag_core.chains.config import MinerConfig
+from neocorrag_core.chains.diagnosis import loss_stages
+from neocorrag_core.chains.focus import CUT_REASONS, focus_kept
+from neocorrag_core.chains.graph import EvidenceGraph, normalization_memo
+from neocorrag_core.chains.keep import passthrough, refine_passages
+from neocorrag_core.chains.links import is_comparison, link_passages
+from neocorrag_core.chains.path_search import (
+    naive_search_paths,
+    search_paths,
+    select_seeds,
+    to_chain,
+)
+from neocorrag_core.chains.query_entities import QueryEntityExtractor
 from neocorrag_core.errors import InputError, StoreError
-from neocorrag_core.focus import CUT_REASONS, focus_kept
-from neocorrag_core.generation import text_token_ids
-from neocorrag_core.graph import EvidenceGraph, normalization_memo
 from neocorrag_core.limits import (
     WorkLimits,
     cap_triples,
@@ -24,11 +31,14 @@ from neocorrag_core.limits import (
     collecting_notes,
     within_new_texts,
 )
-from neocorrag_core.links import is_comparison, link_passages
+from neocorrag_core.lm.generation import text_token_ids
+from neocorrag_core.lm.prompt_budget import (
+    PromptTooLongError,
+    TokenClipper,
+    fit_prompt,
+    prompt_limit,
+)
 from neocorrag_core.models import LazyModels, VectorCache, text_key
-from neocorrag_core.prompt_budget import PromptTooLongError, TokenClipper, fit_prompt, prompt_limit
-from neocorrag_core.refine import passthrough, refine_passages
-from neocorrag_core.search import naive_search_paths, search_paths, select_seeds, to_chain
 from neocorrag_core.timing import timed
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.triples.base import triples_per_passage
@@ -45,7 +55,7 @@ class EvidenceChainMiner:
 
     Args:
         config: hyper-parameters; the search thresholds are the paper's Table 5, and
-            :class:`~neocorrag_core.config.MinerConfig` says where the defaults differ.
+            :class:`~neocorrag_core.chains.config.MinerConfig` says where the defaults differ.
         embedder: anything :func:`neocorrag_core.models.resolve_embedder` accepts;
             ``None`` means the bundled MiniLM.
         lm: anything :func:`neocorrag_core.models.resolve_lm` accepts; ``None`` means
@@ -323,7 +333,7 @@ class EvidenceChainMiner:
         mention an entity of a candidate triple it supplied. Callers must hold
         ``self.lm.lock``: the tokenizer is shared between threads.
         """
-        from neocorrag_core.decoding import build_prompt_ids
+        from neocorrag_core.chains.decoding import build_prompt_ids
 
         lm = self.lm
         clip = TokenClipper.for_config(lm.tokenizer, config)
@@ -360,7 +370,7 @@ class EvidenceChainMiner:
         """Stage b: pick chains among the candidates; returns (chains, prompt, generated tokens)."""
         if config.decoding == "none":
             return candidates[: config.beam_width], 0, 0
-        from neocorrag_core.decoding import beam_decode, rank_candidates
+        from neocorrag_core.chains.decoding import beam_decode, rank_candidates
 
         lm = self.lm
         texts = [c.text for c in candidates]
