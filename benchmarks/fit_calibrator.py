@@ -9,11 +9,11 @@ measured, e.g.::
 
 Each step with a draft answer is a row labelled by ``neocorrag_core.belief.fitting``'s
 rule (token F1 >= 0.5 against the gold answers); questions are split into train and dev
-by ``neocorrag_core.eval.splits.calibration_split_of`` (report-half questions dropped);
-L2 is chosen by dev log loss; the model fitted on train is written as a versioned
-coefficient file. Also writes a JSON report (Brier, ECE, log loss per split, for the
-fitted model, the shipped prior and a constant) and a reliability plot, and prints the
-metrics as a Markdown table for docs/belief.md::
+by ``neocorrag_lab.fitting.calibration_split_of`` (report-half questions dropped); L2 is
+chosen by dev log loss (``neocorrag_lab.fitting.fit_and_select``); the model fitted on
+train is written as a versioned coefficient file. Also writes a JSON report (Brier, ECE,
+log loss per split, for the fitted model, the shipped prior and a constant) and a
+reliability plot, and prints the metrics as a Markdown table for docs/belief.md::
 
     python benchmarks/fit_calibrator.py --results runs/belief-tune-musique/results.json \\
         --out neocorrag_core/belief/data/answerability.json \\
@@ -30,10 +30,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from neocorrag_core.belief.fitting import DEFAULT_L2_GRID, SUCCESS_F1, TARGETS, fit_from_results
+from neocorrag_core.belief.fitting import SUCCESS_F1, TARGETS
 from neocorrag_core.errors import InputError, NeocorragError
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the lab and the sibling scripts
+from neocorrag_lab.fitting import DEFAULT_L2_GRID, fit_from_results
 from summarize_results import missing_records
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -40,9 +40,10 @@ from neocorrag_core.belief import (
 from neocorrag_core.belief.rules import Budget, decide
 from neocorrag_core.belief.types import VERIFIER_NAMES
 from neocorrag_core.eval.metrics import f1_score
-from neocorrag_core.eval.splits import calibration_split_of, split_of
+from neocorrag_core.eval.splits import split_of
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the lab and the sibling scripts
+from neocorrag_lab.fitting import calibration_split_of
 from summarize_results import cached_results, missing_records
 
 

@@ -46,6 +46,9 @@ from neocorrag_core.eval.datasets import LoadReport, QAExample
 from neocorrag_core.eval.runner import EvalSettings, ResultCache, summarize
 from neocorrag_core.formats import read_json_or_lines
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the lab, when not installed
+import neocorrag_lab  # noqa: F401  (registers the lab's methods: runs name them)
+
 RECORDS_COMMIT = "f4154fccf1f0dd61e77a8df854d7ee2b445a8c91"
 """A commit whose tree holds the per-question records (``cache/``, ``results.json``) of
 every run committed under ``benchmarks/results/`` up to then."""

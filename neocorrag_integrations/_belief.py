@@ -5,16 +5,18 @@ back; the rest is decided here once, so LangChain's ``BeliefRAG`` and LlamaIndex
 ``BeliefQueryEngine`` behave the same:
 
 * :class:`BeliefEngine` checks the settings and builds the
-  :class:`~neocorrag_core.belief.BeliefController` on the user's LLM (or a per-call
-  stand-in for it, which the LangChain adapter uses to pass its callbacks down), with the
-  NeocorRAG chains as extra verifier evidence when asked;
+  :class:`~neocorrag_core.belief.BeliefController` on the user's LLM, translated by the
+  adapter into a :class:`~neocorrag_core.lm.chat.ChatModel` (or a per-call copy of it,
+  which the LangChain adapter uses to pass its callbacks down), with the NeocorRAG chains
+  as extra verifier evidence when asked;
 * every call keeps its own :class:`BeliefCall`, which turns what the retriever returns
   into passages with ids that are stable across the searches of that call (the
   controller's workspace merges and refuses dropped passages by id) and remembers the
   original objects, so the final evidence goes back as copies of them;
 * :func:`result_fields` is the episode as plain values (answer, abstained, trajectory...).
 
-Imports neither framework.
+Imports neither framework; a framework embeddings object passed as ``embedder=`` is
+translated by :mod:`._translate` (the adapters translate ``llm=`` before it gets here).
 """
 
 from __future__ import annotations
@@ -39,13 +41,14 @@ from neocorrag_core.belief.calibrator import shipped_pair
 from neocorrag_core.belief.defaults import answer_miner
 from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import ConfigError, InputError
-from neocorrag_core.lm.structured import framework_kind
+from neocorrag_core.lm.chat import chat_model_or_none
 from neocorrag_core.models import LazyModels
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.validation import check_bool, check_choice, check_instance, check_int
 
 from ._common import RefinerSettings, SourceDocument, check_query, reject_owned_settings
 from ._reformulation import ModelsSource, ReformulationCall, _shared_models
+from ._translate import engine_embedder
 
 T = TypeVar("T")
 
@@ -123,8 +126,9 @@ class BeliefEngine:
 
     Args:
         owner: the adapter's name, for error messages.
-        llm: a framework LLM (LangChain chat model, LlamaIndex LLM) serving the verifier,
-            the answer generator and the query writer; or a local LM spec (``None`` = the
+        llm: a :class:`~neocorrag_core.lm.chat.ChatModel` (the adapter's translation of
+            the user's LangChain chat model or LlamaIndex LLM) serving the verifier, the
+            answer generator and the query writer; or a local LM spec (``None`` = the
             bundled LM, loaded on first use).
         k: passages asked of each search (``None`` = ``config.k``, 5).
         config: a :class:`~neocorrag_core.belief.BeliefConfig` or a dict of its fields (a
@@ -197,6 +201,7 @@ class BeliefEngine:
             )
             return
         self.custom = False
+        framework = chat_model_or_none(owner, llm) is not None  # the fix, before anything
         refitted = calibrator is not None or after_search is not None
         self.config = belief_config(owner, config, k, default_config(llm, refitted=refitted))
         check_bool(owner, "chains_for_verifier", chains_for_verifier)
@@ -221,8 +226,8 @@ class BeliefEngine:
                 "chains_for_verifier=True (or, for miner and triple_source, "
                 "config={'refine_answer': 'all'}) or leave them unset"
             )
-        framework = framework_kind(llm) is not None
         local_lm = None if framework else llm
+        embedder = engine_embedder(embedder)
         theirs: TripleSource | None = None
         if models is not None:
             reject_owned_settings(
@@ -304,8 +309,8 @@ class BeliefEngine:
         if self.miner is not None:
             # Room for the chain document beside a full workspace.
             roomy = replace(budget, max_passages=budget.max_passages + 1)
-            framework = llm if framework_kind(llm) is not None else None
-            inner = LMVerifier(framework, models=self.models, budget=roomy)
+            chat = chat_model_or_none(self.owner, llm)
+            inner = LMVerifier(chat, models=self.models, budget=roomy)
             verifier = ChainEvidenceVerifier(inner, self.miner, decoding=self.chains_decoding)
         return BeliefController(
             verifier=verifier,

@@ -4,7 +4,8 @@ The adapters only translate framework objects to :class:`SourceDocument` and bac
 else (which documents stay, their ``neocorrag_*`` metadata, the chain document's text and
 metadata, where it goes) is decided here once, so both frameworks behave the same.
 
-Imports pydantic (which both frameworks depend on) but neither framework.
+Imports pydantic (which both frameworks depend on) but neither framework; a framework
+embeddings object passed as ``embedder=`` is translated by :mod:`._translate`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.triples import DefaultTripleSource, TripleSource
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import check_bool, check_choice, check_int, clean_text
+from neocorrag_integrations._translate import engine_embedder
 from neocorrag_integrations.metadata_keys import (
     CHAIN_IDS,
     CHAINS,
@@ -478,8 +480,9 @@ class RefinerSettings(BaseModel):
         Args:
             miner: an engine to share; then ``embedder``, ``lm`` and ``triple_source``
                 must be left unset (they belong to that engine).
-            embedder: anything :func:`neocorrag_core.models.resolve_embedder` accepts,
-                e.g. a sentence-transformers name, a LangChain or LlamaIndex embeddings object.
+            embedder: anything :func:`neocorrag_core.models.resolve_embedder` accepts
+                (e.g. a sentence-transformers name), or a LangChain or LlamaIndex
+                embeddings object (translated by its framework's ``as_embedder``).
             lm: anything :func:`neocorrag_core.models.resolve_lm` accepts.
             triple_source: where triples come from. Default: a
                 :class:`~neocorrag_core.triples.DefaultTripleSource` — ``metadata["triples"]``
@@ -509,7 +512,7 @@ class RefinerSettings(BaseModel):
             config = MinerConfig().with_overrides(**self.engine_overrides())
             self._miner = EvidenceChainMiner(
                 config,
-                embedder=embedder,
+                embedder=engine_embedder(embedder),
                 lm=lm,
                 triple_source=triple_source if triple_source is not None else DefaultTripleSource(),
             )

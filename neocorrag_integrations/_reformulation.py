@@ -10,7 +10,8 @@ rest is decided here once, so LangChain and LlamaIndex behave the same:
 * :func:`reformulation_items` turns the engine's ranking into the ``neocorrag_*`` metadata
   each output copy carries.
 
-Imports pydantic (which both frameworks depend on) but neither framework.
+Imports pydantic (which both frameworks depend on) but neither framework; a framework
+embeddings object passed as ``embedder=`` is translated by :mod:`._translate`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from ._common import (
     config_errors,
     reject_owned_settings,
 )
+from ._translate import engine_embedder
 
 T = TypeVar("T")
 
@@ -276,7 +278,9 @@ class ReformulationSettings(BaseModel):
                 ``NeocorRAGCompressor`` or ``NeocorRAGPostprocessor``. Then ``embedder``
                 and ``lm`` must be left unset; a miner's (or adapter's) triple source is
                 used too unless ``triple_source`` is given.
-            embedder: anything :func:`neocorrag_core.models.resolve_embedder` accepts.
+            embedder: anything :func:`neocorrag_core.models.resolve_embedder` accepts, or a
+                LangChain or LlamaIndex embeddings object (translated by its framework's
+                ``as_embedder``).
             lm: anything :func:`neocorrag_core.models.resolve_lm` accepts.
             triple_source: where triples come from; default as for the compressor (a
                 :class:`~neocorrag_core.triples.DefaultTripleSource`: metadata, else the
@@ -319,7 +323,7 @@ class ReformulationSettings(BaseModel):
             triple_source = DefaultTripleSource()
         self._reformulator = EvidenceReformulator(
             ReformulationConfig().with_overrides(**self.config),
-            embedder=embedder,
+            embedder=engine_embedder(embedder),
             lm=lm,
             triple_source=triple_source,
             models=shared,

@@ -25,6 +25,11 @@ Wrap the retriever you already have::
     rag = BeliefRAG(your_retriever, your_chat_model)
     rag.invoke("Who founded the company that makes the iPhone?")["answer"]
 
+Core classes take no LangChain objects: :func:`as_chat_model` turns a chat model into the
+core's ``ChatModel`` and :func:`as_embedder` turns ``Embeddings`` into an encode function,
+e.g. ``BeliefController.from_models(as_chat_model(chat_model))`` (the adapters here do it
+for you).
+
 Needs only ``langchain-core`` at run time (``pip install 'neocorrag[langchain]'``).
 """
 
@@ -46,7 +51,7 @@ try:
     from langchain_core.embeddings import Embeddings
     from langchain_core.retrievers import BaseRetriever, RetrieverLike
     from langchain_core.runnables import Runnable, RunnableConfig
-    from langchain_core.runnables.config import merge_configs, patch_config
+    from langchain_core.runnables.config import patch_config
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "neocorrag_integrations.langchain needs langchain-core: pip install 'neocorrag[langchain]'"
@@ -55,8 +60,8 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 from neocorrag_core.belief import AnswerabilityCalibrator, BeliefConfig, BeliefController
 from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import ConfigError, InputError
-from neocorrag_core.lm.structured import framework_kind
 from neocorrag_core.models import TextEmbedder, resolve_embedder
+from neocorrag_core.models.errors import framework_of
 from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples import TripleSource
 from neocorrag_integrations._belief import (
@@ -75,11 +80,17 @@ from neocorrag_integrations._common import (
     detached_copy,
     kept_metadata,
 )
+from neocorrag_integrations._langchain_models import (
+    LangChainChatModel,
+    as_chat_model,
+    as_embedder,
+)
 from neocorrag_integrations._reformulation import (
     ModelsSource,
     ReformedItem,
     ReformulationSettings,
 )
+from neocorrag_integrations._translate import engine_embedder, engine_lm
 from neocorrag_integrations.langchain_ingest import TripleExtractorTransformer, document_source
 from neocorrag_integrations.metadata_keys import IS_EVIDENCE_CHAINS
 
@@ -89,6 +100,8 @@ __all__ = [
     "NeocorRAGCompressor",
     "NeocorRAGEmbeddings",
     "TripleExtractorTransformer",
+    "as_chat_model",
+    "as_embedder",
     "is_evidence_chain_document",
 ]
 
@@ -172,7 +185,8 @@ class NeocorRAGEmbeddings(Embeddings):
 
     For building a vector store offline without another package; the model loads on the
     first call. ``embedder`` takes anything :func:`neocorrag_core.models.resolve_embedder`
-    accepts. Pass the same object as the compressor's ``embedder=`` to load the model once.
+    accepts, or another framework embeddings object (translated by :func:`as_embedder`).
+    Pass the same object as the compressor's ``embedder=`` to load the model once.
     """
 
     def __init__(self, embedder: Any = None) -> None:
@@ -180,7 +194,7 @@ class NeocorRAGEmbeddings(Embeddings):
         self._embedder: LoadOnce[TextEmbedder] = LoadOnce()
 
     def _resolved(self) -> TextEmbedder:
-        return self._embedder.get(lambda: resolve_embedder(self._spec))
+        return self._embedder.get(lambda: resolve_embedder(engine_embedder(self._spec)))
 
     def text_embedder(self) -> TextEmbedder:
         """The engine's embedder behind this object (models load on first use): an engine
@@ -371,8 +385,10 @@ class BeliefRAG(Runnable[BeliefInput, dict[str, Any]]):
 
     Args:
         retriever: any runnable from a query string to a list of documents.
-        llm: a LangChain chat model (or LLM); ``None`` = the bundled local LM (a local LM
-            spec is accepted too; its calls are not LangChain runs).
+        llm: a LangChain chat model (or LLM), asked through :func:`as_chat_model`;
+            ``None`` = the bundled local LM (a local LM spec, or your own
+            ``neocorrag_core.lm.chat.ChatModel``, is accepted too; their calls are not
+            LangChain runs).
         k: documents used per search (default ``config.k``, 5).
         config: a :class:`~neocorrag_core.belief.BeliefConfig` or a dict of its fields
             (thresholds, ``max_rounds``, ``max_tokens``, ``max_evidence``...); a dict
@@ -428,16 +444,17 @@ class BeliefRAG(Runnable[BeliefInput, dict[str, Any]]):
                 "BeliefRAG: retriever must be a LangChain retriever (a Runnable from a query "
                 f"to documents), got {type(retriever).__name__}"
             )
-        if llm is not None and framework_kind(llm) == "llamaindex":
+        if framework_of(llm) == "LlamaIndex":
             raise ConfigError(
                 "BeliefRAG: llm is a LlamaIndex LLM; use a LangChain chat model here, or "
                 "neocorrag_integrations.llama_index.BeliefQueryEngine"
             )
         self.retriever = retriever
         self.name = name
+        self._llm = llm
         self._engine = BeliefEngine(
             "BeliefRAG",
-            llm=llm,
+            llm=engine_lm(llm, as_chat_model),
             k=k,
             config=config,
             calibrator=calibrator,
@@ -453,8 +470,9 @@ class BeliefRAG(Runnable[BeliefInput, dict[str, Any]]):
 
     @property
     def llm(self) -> Any:
-        """The chat model the controller's verifier, writer and answer generator use."""
-        return self._engine.llm
+        """The chat model the controller's verifier, writer and answer generator use, as
+        it was given (the controller asks it through :func:`as_chat_model`)."""
+        return self._llm
 
     @property
     def config(self) -> BeliefConfig:
@@ -531,30 +549,11 @@ class BeliefRAG(Runnable[BeliefInput, dict[str, Any]]):
         return _belief_output(outcome)
 
     def _traced_controller(self, child: RunnableConfig) -> BeliefController:
-        if self._engine.custom or framework_kind(self._engine.llm) != "langchain":
+        chat = self._engine.llm
+        if self._engine.custom or not isinstance(chat, LangChainChatModel):
             return self._engine.controller  # no LangChain model of ours to trace
-        return self._engine.build_controller(_TracedModel(self._engine.llm, child))
-
-
-class _TracedModel:
-    """The user's chat model with one run's config (callbacks, tags) on every call.
-
-    ``llm.with_config(...)`` is not enough: a ``RunnableBinding`` forwards
-    ``with_structured_output`` to the bound model and the structured calls would lose
-    the callbacks; here the structured runnable gets them as well.
-    """
-
-    def __init__(self, llm: Any, config: RunnableConfig) -> None:
-        self._llm = llm
-        self._config = config
-
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return self._llm.invoke(input, config=merge_configs(self._config, config), **kwargs)
-
-    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
-        # AttributeError for a model without structured output, as for the model itself.
-        make = self._llm.with_structured_output
-        return make(schema, **kwargs).with_config(self._config)
+        # The chat model with this run's callbacks on every call, structured ones included.
+        return self._engine.build_controller(chat.with_config(child))
 
 
 def _belief_output(outcome: BeliefOutcome[Document]) -> dict[str, Any]:

@@ -24,6 +24,10 @@ Add them to the query engine you already have::
     # or: let the evidence state decide when to search again (BeliefRAG)
     query_engine = BeliefQueryEngine(index.as_retriever(similarity_top_k=5), llm=your_llm)
 
+Core classes take no LlamaIndex objects: :func:`as_chat_model` turns an LLM into the core's
+``ChatModel`` and :func:`as_embedder` turns an embedding into an encode function, e.g.
+``BeliefController.from_models(as_chat_model(llm))`` (the adapters here do it for you).
+
 Needs ``llama-index-core`` (``pip install 'neocorrag[llamaindex]'``).
 """
 
@@ -81,11 +85,13 @@ from neocorrag_integrations._common import (
     detached_copy,
     kept_metadata,
 )
+from neocorrag_integrations._llama_index_models import as_chat_model, as_embedder
 from neocorrag_integrations._reformulation import (
     ModelsSource,
     ReformedItem,
     ReformulationSettings,
 )
+from neocorrag_integrations._translate import engine_embedder, engine_lm
 from neocorrag_integrations.llama_index_ingest import TripleExtractorTransform, node_source
 from neocorrag_integrations.metadata_keys import IS_EVIDENCE_CHAINS
 
@@ -95,6 +101,8 @@ __all__ = [
     "NeocorRAGEmbedding",
     "NeocorRAGPostprocessor",
     "TripleExtractorTransform",
+    "as_chat_model",
+    "as_embedder",
     "is_evidence_chain_node",
 ]
 
@@ -219,7 +227,8 @@ class NeocorRAGEmbedding(BaseEmbedding):
 
     For building an index offline without another package; the model loads on the first
     call. ``embedder`` takes anything :func:`neocorrag_core.models.resolve_embedder`
-    accepts (``None`` = bundled); only a name is kept when serialized (``model_name``).
+    accepts (``None`` = bundled), or another framework embeddings object (translated by
+    :func:`as_embedder`); only a name is kept when serialized (``model_name``).
     Pass the same object as the postprocessor's ``embedder=`` to load the model once.
     """
 
@@ -253,7 +262,9 @@ class NeocorRAGEmbedding(BaseEmbedding):
         BaseModel.__setstate__(self, state)
 
     def _resolved(self) -> TextEmbedder:
-        embedder: TextEmbedder = self._embedder.get(lambda: resolve_embedder(self._spec))
+        embedder: TextEmbedder = self._embedder.get(
+            lambda: resolve_embedder(engine_embedder(self._spec))
+        )
         return embedder
 
     def text_embedder(self) -> TextEmbedder:
@@ -574,7 +585,8 @@ class BeliefQueryEngine(BaseQueryEngine):
 
     Args:
         retriever: the LlamaIndex retriever.
-        llm: a LlamaIndex LLM; ``None`` = the bundled local LM (a local LM spec is
+        llm: a LlamaIndex LLM, asked through :func:`as_chat_model`; ``None`` = the bundled
+            local LM (a local LM spec, or your own ``neocorrag_core.lm.chat.ChatModel``, is
             accepted too).
         k: nodes used per search (default ``config.k``, 5).
         config: a :class:`~neocorrag_core.belief.BeliefConfig` or a dict of its fields; a
@@ -642,9 +654,10 @@ class BeliefQueryEngine(BaseQueryEngine):
                 f"got {type(callback_manager).__name__}"
             )
         self._retriever = retriever
+        self._llm = llm
         self._engine = BeliefEngine(
             owner,
-            llm=llm,
+            llm=engine_lm(llm, as_chat_model),
             k=k,
             config=config,
             calibrator=calibrator,
@@ -667,8 +680,9 @@ class BeliefQueryEngine(BaseQueryEngine):
 
     @property
     def llm(self) -> Any:
-        """The LLM the controller's verifier, writer and answer generator use."""
-        return self._engine.llm
+        """The LLM the controller's verifier, writer and answer generator use, as it was
+        given (the controller asks it through :func:`as_chat_model`)."""
+        return self._llm
 
     @property
     def config(self) -> BeliefConfig:

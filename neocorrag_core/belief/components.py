@@ -1,9 +1,10 @@
 """What the controller asks of models: the verifier, the answer generator, the query writers
 and the relevance scorer, as small protocols with plain return values.
 
-The controller never reaches into a model. Local-LM and framework-LLM implementations
-live in their own modules; tests plug in scripted ones. Every model call reports its
-:class:`Usage`, so the episode's token accounting is one sum.
+The controller never reaches into a model. Local-LM and chat-model
+(:class:`~neocorrag_core.lm.chat.ChatModel`) implementations live in their own modules;
+tests plug in scripted ones. Every model call reports its :class:`Usage`, so the episode's
+token accounting is one sum.
 """
 
 from __future__ import annotations

@@ -161,9 +161,9 @@ def default_verify(lm: Any, *, refitted: bool) -> str:
     episodes, so they can say that no verifier reply matters only for that LM (``lm`` is
     ``None`` or a preset of :data:`~neocorrag_core.belief.calibrator.SHIPPED_MODELS`) or
     for models refitted on the user's own generator (``refitted``). With any other LM (a
-    LangChain or LlamaIndex LLM, another local model) the verifier runs at
-    every measured step, as in the paper, so its corrections are not skipped on the word
-    of models fitted for another generator.
+    chat model such as a wrapped LangChain or LlamaIndex LLM, another local model) the
+    verifier runs at every measured step, as in the paper, so its corrections are not
+    skipped on the word of models fitted for another generator.
     """
     from .calibrator import SHIPPED_MODELS
 

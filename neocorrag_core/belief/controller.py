@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import ConfigError, InputError, ModelCallError, NeocorragError
+from neocorrag_core.lm.chat import chat_model_or_none
 from neocorrag_core.models import LazyModels
 from neocorrag_core.search_calls import AsyncSearchFn, SearchFn, acall_search, call_search
 from neocorrag_core.types import Passage
@@ -163,10 +164,13 @@ class BeliefController:
     ) -> BeliefController:
         """A controller whose four components run on one LM and one embedder.
 
-        ``lm``: a local LM spec (``None`` = the bundled default), a LangChain chat model or
-        a LlamaIndex LLM; ``embedder``: for relevance (``None`` = the bundled default);
-        ``models``: a :class:`~neocorrag_core.models.LazyModels` to share with another
-        engine. ``options`` go to :func:`~neocorrag_core.belief.defaults.default_components`
+        ``lm``: a local LM spec (``None`` = the bundled default) or a
+        :class:`~neocorrag_core.lm.chat.ChatModel` (a LangChain or LlamaIndex LLM wrapped by
+        its adapter's ``as_chat_model``; an unwrapped one is a
+        :class:`~neocorrag_core.errors.ConfigError` naming that fix); ``embedder``: for
+        relevance (``None`` = the bundled default); ``models``: a
+        :class:`~neocorrag_core.models.LazyModels` to share with another engine.
+        ``options`` go to :func:`~neocorrag_core.belief.defaults.default_components`
         (``budget``, ``triple_source``, ``show_progress``). Nothing loads until the first
         episode needs it. Without ``calibrator`` and ``after_search``, a bundled LM preset
         gets the models fitted on its own episodes
@@ -179,6 +183,7 @@ class BeliefController:
         """
         from .defaults import answer_miner, default_components, shared_models
 
+        chat_model_or_none("BeliefController.from_models", lm)  # the fix, before anything
         _check_settings(calibrator, after_search, config)
         refitted = calibrator is not None or after_search is not None
         config = config_with_default_verify(config, lm, refitted=refitted)

@@ -3,7 +3,8 @@
 :func:`default_components` builds the verifier, the answer generator, the query writer and
 the relevance scorer on one :class:`~neocorrag_core.models.LazyModels`, so the LM and the
 embedder load once, on first use, and can be shared with the miner or the reformulator
-(``models=miner.models``). A framework LLM (LangChain chat model, LlamaIndex LLM) serves
+(``models=miner.models``). A chat model (:class:`~neocorrag_core.lm.chat.ChatModel`: a
+LangChain or LlamaIndex LLM wrapped by its adapter's ``as_chat_model``, or your own) serves
 the three LM components; relevance always runs on the local embedder.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from neocorrag_core.chains.config import MinerConfig
 from neocorrag_core.chains.miner import EvidenceChainMiner
-from neocorrag_core.lm.structured import framework_kind
+from neocorrag_core.lm.chat import chat_model_or_none
 from neocorrag_core.models import LazyModels
 from neocorrag_core.triples import DefaultTripleSource, TripleSource
 
@@ -49,8 +50,10 @@ def shared_models(
     lm: Any = None, embedder: Any = None, *, show_progress: bool = False
 ) -> LazyModels:
     """The lazily loaded models the components share: the embedder, and ``lm`` unless it is
-    a framework LLM (which the components call directly)."""
-    local = None if framework_kind(lm) is not None else lm
+    a chat model (which the components ask directly); anything that is neither a local LM
+    spec nor a :class:`~neocorrag_core.lm.chat.ChatModel` is a
+    :class:`~neocorrag_core.errors.ConfigError` naming the fix."""
+    local = None if chat_model_or_none("shared_models", lm) is not None else lm
     return LazyModels(embedder=embedder, lm=local, show_progress=show_progress)
 
 
@@ -83,11 +86,13 @@ def default_components(
 
     Args:
         lm: a local LM spec for :func:`~neocorrag_core.models.resolve_lm` (``None`` = the
-            bundled default), a LangChain chat model, or a LlamaIndex LLM.
+            bundled default) or a :class:`~neocorrag_core.lm.chat.ChatModel` (wrap a
+            LangChain or LlamaIndex LLM with its adapter's ``as_chat_model``); anything
+            else is a :class:`~neocorrag_core.errors.ConfigError` naming that fix.
         embedder: anything :func:`~neocorrag_core.models.resolve_embedder` accepts
             (``None`` = the bundled default), for relevance.
         models: share the lazily loaded models of another engine; its LM serves the LM
-            components unless ``lm`` is a framework LLM, and its embedder serves relevance
+            components unless ``lm`` is a chat model, and its embedder serves relevance
             (``embedder`` and a local ``lm`` are then ignored).
         config: the controller's settings; the prompts show at most ``config.max_evidence``
             passages (the workspace's capacity) unless ``budget`` says otherwise.
@@ -98,15 +103,15 @@ def default_components(
 
     Nothing is loaded here: each model loads on the first call that needs it.
     """
-    framework = lm if framework_kind(lm) is not None else None
+    chat = chat_model_or_none("default_components", lm)
     if models is None:
         models = shared_models(lm, embedder, show_progress=show_progress)
     if budget is None:
         budget = PromptBudget(max_passages=(config or BeliefConfig()).max_evidence)
     return BeliefComponents(
-        verifier=LMVerifier(framework, models=models, budget=budget),
-        generator=LMAnswerGenerator(framework, models=models, budget=budget),
-        writer=LMQueryWriter(framework, models=models, budget=budget, triple_source=triple_source),
+        verifier=LMVerifier(chat, models=models, budget=budget),
+        generator=LMAnswerGenerator(chat, models=models, budget=budget),
+        writer=LMQueryWriter(chat, models=models, budget=budget, triple_source=triple_source),
         relevance=EmbeddingRelevance(models=models),
     )
 

@@ -1,4 +1,4 @@
-"""Fitting the answerability calibrator on episodes: labelled rows, L2 selection, a report.
+"""Refitting the answerability calibrator on your own episodes, in one call.
 
 A row is one measured step of one episode: its diagnostics, and whether the draft answer
 measured at that step is right (:data:`LABEL_RULE`: token F1 against the gold answers
@@ -6,17 +6,23 @@ measured at that step is right (:data:`LABEL_RULE`: token F1 against the gold an
 ``draft_answer``) give no row.
 
 Rows are split by question, never by step (the steps of one question are alike, so
-splitting them would leak): benchmark questions by
-:func:`~neocorrag_core.eval.splits.calibration_split_of` (the ``tune`` half into ``train``
-and ``dev``; ``report``-half questions are dropped and counted), a user's own questions by
-the same hash over all of them. :func:`fit_and_select` fits one model per L2 strength on
-``train``, keeps the one with the lowest ``dev`` log loss (the quantity the logistic model
-minimizes, and it punishes confident mistakes, which is what makes the controller stop
-early), and ships that model as fitted on ``train`` alone, so its ``dev`` numbers stay
-held out apart from choosing one hyperparameter.
+splitting them would leak): :func:`calibration_part` puts about a third of the questions
+in ``dev`` by a salted hash of their id, the rest in ``train``. :func:`fit_from_episodes`
+(``BeliefResult`` objects and their gold answers) and :func:`fit_from_records`
+(per-question records, e.g. a ``neocorrag eval`` run's ``per_question[method]``) fit one
+L2-regularized logistic model on ``train`` and score it on both parts (Brier, ECE, log
+loss, reliability bins), so its ``dev`` numbers are held out.
 
-One call refits on your own data: :func:`fit_from_episodes` (``BeliefResult`` objects and
-their gold answers), or :func:`fit_from_results` (``neocorrag eval`` result files).
+The fitted calibrator's ``meta`` names the label rule, the split, the L2 strength, the
+scores and the prompt versions of neocorrag's LM components (:func:`prompt_versions`):
+the diagnostics it was fitted on are measured through those prompts, so a file is valid
+for them.
+
+How the shipped files are fitted (the L2 strength selected on ``dev`` over a grid, the
+comparison with the hand-set prior and a constant, benchmark questions split within the
+``tune`` half only, reading eval result files, the reliability plot) is the development
+lab's (``benchmarks/neocorrag_lab/fitting.py``, ``benchmarks/fit_calibrator.py``), built
+on the functions here.
 """
 
 from __future__ import annotations
@@ -29,14 +35,14 @@ import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from importlib import resources
-from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from neocorrag_core.answer_match import f1_score
 from neocorrag_core.errors import InputError
 
+from .answer import ANSWER_PROMPT_VERSION
 from .calibrator import (
     ANSWERABILITY_FEATURES,
     AnswerabilityCalibrator,
@@ -46,13 +52,14 @@ from .calibrator import (
     reliability_bins,
 )
 from .types import FEATURE_NAMES, VERIFIER_NAMES, BeliefResult
+from .verifier import VERIFIER_PROMPT_VERSION
+from .writer import REWRITE_PROMPT_VERSION
 
 SUCCESS_F1 = 0.5
 LABEL_RULE = "right = SQuAD token F1 (max over the gold aliases) of the step's draft answer >= 0.5"
-DEFAULT_L2_GRID = (0.01, 0.1, 1.0, 10.0, 100.0)
-SELECTED_BY = "dev log loss (ties: the stronger L2)"
+DEFAULT_L2 = 1.0
+"""The L2 strength of a one-call fit (that of :meth:`AnswerabilityCalibrator.fit`)."""
 ECE_BINS = 10
-PRIOR_FILE = "answerability_prior.json"
 TARGETS = ("answerability", "after_search")
 """What a fit predicts: the answer now is right, or the answer after one more search is."""
 SEARCH_ACTIONS = ("retrieve", "rewrite")
@@ -60,6 +67,11 @@ AFTER_SEARCH_RULE = (
     "right = the draft answer of the next measured step (after this step's search) has "
     "SQuAD token F1 >= 0.5"
 )
+CALIBRATION_SALT = "neocorrag-calib-v1"
+"""The salt of the train/dev split of a fit's questions (:func:`calibration_part`)."""
+
+CalibrationPart = Literal["train", "dev"]
+CALIBRATION_PARTS: tuple[CalibrationPart, ...] = ("train", "dev")
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,25 @@ class CalibrationRow:
     features: dict[str, float]
     label: int
     f1: float
+
+
+def prompt_versions() -> dict[str, str]:
+    """The versions of the prompts through which neocorrag's LM components measure the
+    diagnostics and the draft answer a calibrator is fitted on (answer, verifier, query
+    rewrite); recorded in a fitted calibrator's ``meta``."""
+    return {
+        "answer": ANSWER_PROMPT_VERSION,
+        "verifier": VERIFIER_PROMPT_VERSION,
+        "rewrite": REWRITE_PROMPT_VERSION,
+    }
+
+
+def calibration_part(question_id: str) -> CalibrationPart:
+    """The part of a fit a question's rows go to: ``dev`` when the first byte of
+    ``sha256("neocorrag-calib-v1:" + id)`` is divisible by 3 (about a third), else
+    ``train``."""
+    digest = hashlib.sha256(f"{CALIBRATION_SALT}:{question_id}".encode()).digest()
+    return "dev" if digest[0] % 3 == 0 else "train"
 
 
 # -- rows ---------------------------------------------------------------------------------
@@ -123,9 +154,6 @@ def rows_from_trajectories(
 def _measured_steps(record: Any, count: int, success_f1: float) -> list[tuple[CalibrationRow, str]]:
     """The steps of one record that measured a draft answer: a row each (labelled by that
     draft), with the step's action."""
-    # Imported here: loading the controller package must not load the benchmark harness.
-    from neocorrag_core.eval.metrics import f1_score
-
     qid, answers, trajectory = _record_parts(record, count)
     out: list[tuple[CalibrationRow, str]] = []
     for position, step in enumerate(trajectory):
@@ -207,10 +235,12 @@ def log_loss(probabilities: Sequence[float], outcomes: Sequence[bool | int]) -> 
 
 def evaluate(calibrator: AnswerabilityCalibrator, rows: Sequence[CalibrationRow]) -> dict[str, Any]:
     """Sizes, base rate, Brier, ECE (10 bins), log loss and reliability bins on ``rows``."""
-    return _scores([calibrator.predict(r.features) for r in rows], rows)
+    return row_scores([calibrator.predict(r.features) for r in rows], rows)
 
 
-def _scores(probabilities: Sequence[float], rows: Sequence[CalibrationRow]) -> dict[str, Any]:
+def row_scores(probabilities: Sequence[float], rows: Sequence[CalibrationRow]) -> dict[str, Any]:
+    """:func:`evaluate`'s numbers for given ``probabilities``, one per row (e.g. those of a
+    constant)."""
     labels = [r.label for r in rows]
     return {
         "questions": len({r.qid for r in rows}),
@@ -226,41 +256,24 @@ def _scores(probabilities: Sequence[float], rows: Sequence[CalibrationRow]) -> d
 # -- fitting ------------------------------------------------------------------------------
 
 
-def fit_and_select(
+def checked_features(
     train_rows: Sequence[CalibrationRow],
     dev_rows: Sequence[CalibrationRow],
-    *,
-    l2_grid: Sequence[float] = DEFAULT_L2_GRID,
     features: Sequence[str] = ANSWERABILITY_FEATURES,
-    prior: AnswerabilityCalibrator | None = None,
-    version: str | None = None,
-    meta: Mapping[str, Any] | None = None,
-    date: datetime.date | None = None,
-) -> tuple[AnswerabilityCalibrator, dict[str, Any]]:
-    """Fit one calibrator per L2 strength on ``train``, keep the lowest ``dev`` log loss.
+    *,
+    one_class_dev_ok: bool = True,
+) -> tuple[str, ...]:
+    """Check the two parts of a fit and return the features to fit on: those of
+    ``features`` that a train row carries, in :data:`FEATURE_NAMES` order.
 
-    ``features``: the diagnostics fitted on (default :data:`ANSWERABILITY_FEATURES`; those
-    no train row carries are left out).
-
-    The kept model is the one fitted on ``train`` only. Returns it (version
-    ``fit-<YYYYMMDD>-<hash of the rows>`` unless ``version`` is given; its ``meta`` holds
-    the rule, the split, the selection and the metrics, plus ``meta``) and a report: per
-    split the sizes, base rate, Brier, ECE, log loss and reliability bins, for the fitted
-    model, the ``prior`` (default: the hand-set :func:`hand_set_prior`, even once a fitted
-    file is the default) and a constant at the train base rate.
-
-    Raises :class:`InputError` when a split is empty or holds one class only: a logistic
-    model fitted on one class says nothing (its bias runs off to infinity), and a dev set of
-    one class cannot tell the L2 strengths apart (with a single L2 strength it is only
-    scored, and allowed).
+    Raises :class:`InputError` when a part is empty, a row is malformed, an unknown
+    feature is named, no feature is left, or a part holds one class only (a logistic
+    model fitted on one class says nothing; a ``dev`` part of one class is allowed when
+    ``one_class_dev_ok``: it is then only scored). Warns when most train rows lack the
+    verifier's diagnostics (episodes run with ``verify="auto"``).
     """
-    grid = sorted({float(v) for v in l2_grid})
-    if not grid or not all(math.isfinite(v) and v >= 0 for v in grid):
-        raise InputError(f"l2_grid must hold finite values >= 0, got {list(l2_grid)}")
-    _check_rows("train", train_rows)
-    # With one L2 strength there is nothing to select, so a dev split of one class can
-    # still be scored (Brier, ECE); with several it could not tell them apart.
-    _check_rows("dev", dev_rows, one_class_ok=len(grid) == 1)
+    check_rows("train", train_rows)
+    check_rows("dev", dev_rows, one_class_ok=one_class_dev_ok)
     present = {name for row in train_rows for name in row.features}
     unknown = sorted(set(features) - set(FEATURE_NAMES))
     if unknown:
@@ -271,50 +284,56 @@ def fit_and_select(
             f"{unverified} of {len(train_rows)} train rows have no verifier diagnostics (the "
             "verifier was skipped: verify='auto'), so the fit cannot learn what the verifier "
             "says; collect the episodes with BeliefConfig(verify='always')",
-            stacklevel=2,
+            stacklevel=3,
         )
-    features = tuple(name for name in FEATURE_NAMES if name in present and name in features)
-    if not features:
+    chosen = tuple(name for name in FEATURE_NAMES if name in present and name in features)
+    if not chosen:
         raise InputError("the train rows carry no diagnostics to fit on")
-    train_x = [r.features for r in train_rows]
-    train_y = [r.label for r in train_rows]
+    return chosen
 
-    dev_y = [r.label for r in dev_rows]
-    models: dict[float, AnswerabilityCalibrator] = {}
-    candidates: list[dict[str, float]] = []
-    for l2 in grid:
-        models[l2] = AnswerabilityCalibrator.fit(
-            train_x, train_y, features=features, l2=l2, version="candidate"
-        )
-        dev_p = [models[l2].predict(r.features) for r in dev_rows]
-        candidates.append(
-            {
-                "l2": l2,
-                "dev_log_loss": log_loss(dev_p, dev_y),
-                "dev_brier": brier_score(dev_p, dev_y),
-            }
-        )
-    chosen = min(candidates, key=lambda c: (c["dev_log_loss"], -c["l2"]))
-    best = models[chosen["l2"]]
 
-    fitted = {"train": evaluate(best, train_rows), "dev": evaluate(best, dev_rows)}
-    prior = prior if prior is not None else hand_set_prior()
-    base = fitted["train"]["base_rate"]
-    version = version or _version(train_rows, dev_rows, date)
+def fit_checked(
+    train_rows: Sequence[CalibrationRow],
+    dev_rows: Sequence[CalibrationRow],
+    features: Sequence[str],
+    *,
+    l2: float = DEFAULT_L2,
+    version: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+    date: datetime.date | None = None,
+) -> tuple[AnswerabilityCalibrator, dict[str, Any]]:
+    """Fit one model on ``train`` at ``l2`` over ``features`` (rows and features already
+    checked by :func:`checked_features`) and score it on both parts.
+
+    Returns the calibrator (version ``fit-<YYYYMMDD>-<hash of the rows>`` unless
+    ``version`` is given; its ``meta`` holds the label rule, the L2 strength, the train
+    and dev scores, :func:`prompt_versions`, plus ``meta``) and a report: ``version``,
+    ``features``, ``label_rule``, ``l2``, ``fitted`` (per part: sizes, base rate, Brier,
+    ECE, log loss, reliability bins) and ``meta``.
+    """
+    model = AnswerabilityCalibrator.fit(
+        [r.features for r in train_rows],
+        [r.label for r in train_rows],
+        features=features,
+        l2=l2,
+        version="candidate",
+    )
+    fitted = {"train": evaluate(model, train_rows), "dev": evaluate(model, dev_rows)}
+    version = version or fit_version(train_rows, dev_rows, date)
     summary = {
-        split: {k: v for k, v in scores.items() if k != "reliability"}
-        for split, scores in fitted.items()
+        part: {k: v for k, v in scores.items() if k != "reliability"}
+        for part, scores in fitted.items()
     }
     calibrator = replace(
-        best,
+        model,
         version=version,
         meta={
             "fitted": True,
             "label_rule": LABEL_RULE,
-            "l2": chosen["l2"],
-            "selected_by": SELECTED_BY,
+            "l2": float(l2),
             "refit_on": "train only",
             **summary,
+            "prompt_versions": prompt_versions(),
             **dict(meta or {}),
         },
     )
@@ -322,34 +341,31 @@ def fit_and_select(
         "version": version,
         "features": list(features),
         "label_rule": dict(meta or {}).get("label_rule", LABEL_RULE),
-        "selected_by": SELECTED_BY,
-        "l2": chosen["l2"],
-        "l2_grid": candidates,
+        "l2": float(l2),
         "fitted": fitted,
-        "prior": {
-            "version": prior.version,
-            "train": evaluate(prior, train_rows),
-            "dev": evaluate(prior, dev_rows),
-        },
-        "base_rate_constant": {
-            "probability": base,
-            "train": _scores([base] * len(train_rows), train_rows),
-            "dev": _scores([base] * len(dev_rows), dev_rows),
-        },
         "meta": dict(meta or {}),
     }
     return calibrator, report
 
 
-def hand_set_prior() -> AnswerabilityCalibrator:
-    """The unfitted prior shipped in ``belief/data/answerability_prior.json``."""
-    text = resources.files("neocorrag_core.belief").joinpath("data").joinpath(PRIOR_FILE)
-    return AnswerabilityCalibrator.from_dict(
-        json.loads(text.read_text(encoding="utf-8")), origin=PRIOR_FILE
-    )
+def fit_split(
+    train_rows: Sequence[CalibrationRow],
+    dev_rows: Sequence[CalibrationRow],
+    *,
+    l2: float = DEFAULT_L2,
+    features: Sequence[str] = ANSWERABILITY_FEATURES,
+    version: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+    date: datetime.date | None = None,
+) -> tuple[AnswerabilityCalibrator, dict[str, Any]]:
+    """Fit on ``train`` at one L2 strength and score on ``train`` and ``dev``
+    (:func:`checked_features`, then :func:`fit_checked`); ``dev`` may hold one class (it is
+    only scored)."""
+    chosen = checked_features(train_rows, dev_rows, features)
+    return fit_checked(train_rows, dev_rows, chosen, l2=l2, version=version, meta=meta, date=date)
 
 
-def _check_rows(split: str, rows: Sequence[CalibrationRow], one_class_ok: bool = False) -> None:
+def check_rows(split: str, rows: Sequence[CalibrationRow], one_class_ok: bool = False) -> None:
     """Each row a :class:`CalibrationRow` labelled 0 or 1 whose features are finite numbers
     (a feature not measured is left out of ``features``, as :func:`rows_from_trajectories`
     leaves it), and both classes present unless ``one_class_ok``."""
@@ -384,11 +400,13 @@ def _check_rows(split: str, rows: Sequence[CalibrationRow], one_class_ok: bool =
         )
 
 
-def _version(
+def fit_version(
     train_rows: Sequence[CalibrationRow],
     dev_rows: Sequence[CalibrationRow],
-    date: datetime.date | None,
+    date: datetime.date | None = None,
 ) -> str:
+    """``fit-<YYYYMMDD>-<hash of the rows>``: the version of a fit on these rows (today's
+    date, UTC, unless ``date`` is given)."""
     digest = hashlib.sha256()
     for split, rows in (("train", train_rows), ("dev", dev_rows)):
         for r in sorted(rows, key=lambda r: (r.qid, r.step)):
@@ -398,13 +416,11 @@ def _version(
     return f"fit-{day:%Y%m%d}-{digest.hexdigest()[:8]}"
 
 
-def _split_note(within_tune: bool) -> dict[str, str]:
-    from neocorrag_core.eval.splits import CALIBRATION_SALT, SALT
-
-    scope = f"tune-half questions only (salt {SALT})" if within_tune else "all questions"
+def split_note() -> dict[str, str]:
+    """The split of :func:`calibration_part`, as a fitted file's ``meta`` names it."""
     return {
         "calibration_salt": CALIBRATION_SALT,
-        "rule": f"{scope}; dev when sha256(calibration_salt:id)[0] % 3 == 0, else train; "
+        "rule": "all questions; dev when sha256(calibration_salt:id)[0] % 3 == 0, else train; "
         "split by question, not by step",
     }
 
@@ -415,135 +431,39 @@ def _split_note(within_tune: bool) -> dict[str, str]:
 def fit_from_records(
     records: Iterable[Mapping[str, Any]],
     *,
-    within_tune: bool = True,
     target: str = "answerability",
     success_f1: float = SUCCESS_F1,
-    l2_grid: Sequence[float] = DEFAULT_L2_GRID,
-    prior: AnswerabilityCalibrator | None = None,
+    l2: float = DEFAULT_L2,
     version: str | None = None,
     meta: Mapping[str, Any] | None = None,
     date: datetime.date | None = None,
 ) -> tuple[AnswerabilityCalibrator, dict[str, Any]]:
-    """Rows from ``records``, split into train and dev by question, then :func:`fit_and_select`.
+    """Rows from per-question ``records`` (:func:`rows_from_trajectories`), every question
+    split into train and dev by :func:`calibration_part`, then :func:`fit_split`.
 
-    ``within_tune=True`` (benchmark data): questions of the ``report`` half are dropped and
-    counted (``report["report_half_dropped"]``); ``False``: all questions are split.
     ``target``: ``"answerability"`` (the calibrator) or ``"after_search"`` (the model of
-    the answer after one more search, see :func:`rows_from_trajectories`).
+    the answer after one more search, see :func:`rows_from_trajectories`). A
+    ``neocorrag eval`` run of the controller on your own questions gives such records:
+    ``json.load(open(".../results.json"))["per_question"]["belief"]``.
     """
-    from neocorrag_core.eval.splits import calibration_split_of, split_of
-
     rows = rows_from_trajectories(records, success_f1=success_f1, target=target)
-    dropped = {r.qid for r in rows if within_tune and split_of(r.qid) != "tune"}
-    if dropped and len(dropped) == len({r.qid for r in rows}):
-        raise InputError(
-            f"all {len(dropped)} questions are in the report half, which never trains a "
-            "calibrator: run the eval with --split tune"
-        )
     parts: dict[str, list[CalibrationRow]] = {"train": [], "dev": []}
     for row in rows:
-        if row.qid not in dropped:
-            parts[calibration_split_of(row.qid, within_tune=within_tune)].append(row)
-    calibrator, report = fit_and_select(
+        parts[calibration_part(row.qid)].append(row)
+    return fit_split(
         parts["train"],
         parts["dev"],
-        l2_grid=l2_grid,
-        prior=prior,
+        l2=l2,
         version=version,
         meta={
             "target": target,
             **({"label_rule": AFTER_SEARCH_RULE} if target == "after_search" else {}),
             "success_f1": success_f1,
-            "split": _split_note(within_tune),
+            "split": split_note(),
             **dict(meta or {}),
         },
         date=date,
     )
-    report["report_half_dropped"] = len(dropped)
-    return calibrator, report
-
-
-def fit_from_results(
-    paths: Sequence[str | Path],
-    *,
-    method: str = "belief",
-    target: str = "answerability",
-    success_f1: float = SUCCESS_F1,
-    l2_grid: Sequence[float] = DEFAULT_L2_GRID,
-    prior: AnswerabilityCalibrator | None = None,
-    version: str | None = None,
-    meta: Mapping[str, Any] | None = None,
-    date: datetime.date | None = None,
-) -> tuple[AnswerabilityCalibrator, dict[str, Any]]:
-    """Refit from ``neocorrag eval`` runs: the ``method``'s records of each ``results.json``.
-
-    The calibrator's ``meta`` names each file with its data set, split, LM and overrides
-    (plus ``meta``, e.g. the script that called).
-    """
-    if not paths:
-        raise InputError("give at least one results.json")
-    records: list[Mapping[str, Any]] = []
-    sources = []
-    for path in paths:
-        results = _read_results(Path(path))
-        per_question = results.get("per_question")
-        if not isinstance(per_question, Mapping) or method not in per_question:
-            known = sorted(per_question) if isinstance(per_question, Mapping) else []
-            raise InputError(
-                f"{path} has no per-question records of method {method!r} "
-                f"(it has: {', '.join(known) or 'none'})"
-            )
-        if not isinstance(per_question[method], list):
-            raise InputError(f"{path}: per_question[{method!r}] is not a list")
-        records.extend(per_question[method])
-        settings = results.get("settings")
-        settings = settings if isinstance(settings, Mapping) else {}
-        sources.append(
-            {
-                "path": str(path),
-                "data": settings.get("data"),
-                "split": settings.get("split"),
-                "lm": settings.get("lm") or "default",
-                "reader": settings.get("reader"),
-                "records": len(per_question[method]),
-                **{
-                    key: value
-                    for key, value in settings.items()
-                    if key.endswith("_overrides") and value
-                },
-            }
-        )
-    lms = sorted({str(source["lm"]) for source in sources})
-    return fit_from_records(
-        records,
-        within_tune=True,
-        target=target,
-        success_f1=success_f1,
-        l2_grid=l2_grid,
-        prior=prior,
-        version=version,
-        meta={
-            "method": method,
-            "lm": lms[0] if len(lms) == 1 else lms,
-            "data_files": sources,
-            **dict(meta or {}),
-        },
-        date=date,
-    )
-
-
-def _read_results(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise InputError(f"{path} is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{path} is not a neocorrag eval results.json")
-    return data
 
 
 def fit_from_episodes(
@@ -553,7 +473,7 @@ def fit_from_episodes(
     ids: Sequence[str] | None = None,
     target: str = "answerability",
     success_f1: float = SUCCESS_F1,
-    l2_grid: Sequence[float] = DEFAULT_L2_GRID,
+    l2: float = DEFAULT_L2,
     version: str | None = None,
     meta: Mapping[str, Any] | None = None,
 ) -> tuple[AnswerabilityCalibrator, dict[str, Any]]:
@@ -561,9 +481,11 @@ def fit_from_episodes(
 
     ``ids`` name the questions for the train/dev split (default: the question texts). Run
     the controller with a high ``answer_threshold`` so that episodes keep searching and
-    every step is measured. Use the result with ``BeliefController(..., calibrator=...)``
-    or ``calibrator.save(path)``; ``target="after_search"`` fits the retrieval value's
-    model from the same episodes (``BeliefController(..., after_search=...)``).
+    every step is measured. Returns the calibrator fitted on ``train`` at ``l2`` and a
+    report whose ``report["fitted"]["dev"]`` scores it on the held-out questions. Use the
+    result with ``BeliefController(..., calibrator=...)`` or ``calibrator.save(path)``;
+    ``target="after_search"`` fits the retrieval value's model from the same episodes
+    (``BeliefController(..., after_search=...)``).
     """
     if len(results) != len(answers) or (ids is not None and len(ids) != len(results)):
         raise InputError("fit_from_episodes needs one answers list (and id) per result")
@@ -574,29 +496,38 @@ def fit_from_episodes(
     ]
     return fit_from_records(
         records,
-        within_tune=False,
         target=target,
         success_f1=success_f1,
-        l2_grid=l2_grid,
+        l2=l2,
         version=version,
         meta={"source": "fit_from_episodes", **dict(meta or {})},
     )
 
 
 __all__ = [
+    "AFTER_SEARCH_RULE",
     "ANSWERABILITY_FEATURES",
-    "DEFAULT_L2_GRID",
+    "CALIBRATION_PARTS",
+    "CALIBRATION_SALT",
+    "DEFAULT_L2",
     "FEATURE_NAMES",
     "LABEL_RULE",
     "SUCCESS_F1",
     "TARGETS",
+    "CalibrationPart",
     "CalibrationRow",
+    "calibration_part",
+    "check_rows",
+    "checked_features",
     "evaluate",
-    "fit_and_select",
+    "fit_checked",
     "fit_from_episodes",
     "fit_from_records",
-    "fit_from_results",
-    "hand_set_prior",
+    "fit_split",
+    "fit_version",
     "log_loss",
+    "prompt_versions",
+    "row_scores",
     "rows_from_trajectories",
+    "split_note",
 ]

@@ -24,8 +24,8 @@ from neocorrag_core.validation import check_instance
 from .chains import chain_document
 from .components import AnswerGenerator, DraftAnswer, Usage
 
-REFINED_ANSWER_VERSION = "refined-answer-1"
-"""Identifies how the answer's evidence is refined, for benchmark caches; bump on change."""
+# The version of how the answer's evidence is refined, bumped on any change, is the
+# eval-cache key REFINED_ANSWER_VERSION in neocorrag_core/eval/belief_methods.py.
 
 
 def refine_for_answer(
@@ -97,4 +97,4 @@ class RefinedAnswerGenerator:
         return draft, usage + mined
 
 
-__all__ = ["REFINED_ANSWER_VERSION", "RefinedAnswerGenerator", "refine_for_answer"]
+__all__ = ["RefinedAnswerGenerator", "refine_for_answer"]

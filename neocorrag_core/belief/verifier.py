@@ -17,10 +17,10 @@ calibrator fitted over them decides what they are worth). ``missing_fact`` comes
 that output cut by the token budget still carries every judgment.
 
 On a local LM every token is constrained by the reply's JSON schema (Outlines); with a
-framework LLM its structured output is used where offered, else the JSON in its text. In
-every case the reply is validated (types, categories, ranges, drop numbers within
-``1..n``); an invalid reply becomes :data:`NEUTRAL_REPLY` with a warning, never an
-exception.
+chat model (:class:`~neocorrag_core.lm.chat.ChatModel`) the schema's object where it gives
+one, else the JSON in its text. In every case the reply is validated (types, categories,
+ranges, drop numbers within ``1..n``); an invalid reply becomes :data:`NEUTRAL_REPLY` with
+a warning, never an exception.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from neocorrag_core.lm.chat import ChatModel, chat_model_or_none
 from neocorrag_core.lm.generation import chat_ids
 from neocorrag_core.lm.prompt_budget import (
     DEFAULT_PASSAGE_TOKENS,
@@ -49,10 +50,8 @@ from neocorrag_core.lm.prompt_budget import (
 )
 from neocorrag_core.lm.structured import (
     CHARS_PER_TOKEN,
-    FrameworkLLM,
     LocalJSONGenerator,
     as_plain_data,
-    framework_kind,
     parse_json_object,
 )
 from neocorrag_core.models import LazyModels
@@ -130,7 +129,7 @@ class PromptBudget:
             check_int("PromptBudget", name, getattr(self, name), minimum=1)
 
     def clipper(self, tokenizer: Any) -> Clip:
-        """Cuts pieces on the tokenizer's tokens (``None``: a framework LLM, no tokenizer:
+        """Cuts pieces on the tokenizer's tokens (``None``: a chat model, no tokenizer:
         on characters, :data:`~neocorrag_core.lm.structured.CHARS_PER_TOKEN` per token)."""
         if tokenizer is None:
             return functools.partial(_char_clip, self)
@@ -388,8 +387,8 @@ def _show(value: Any, limit: int = 40) -> str:
 
 @functools.cache
 def _judgment_model() -> Any:
-    """The reply as a pydantic model, for framework structured output (``None`` without
-    pydantic: the text answer is parsed instead)."""
+    """The reply as a pydantic model, the schema a chat model is asked for (``None``
+    without pydantic: the text answer is parsed instead)."""
     try:
         from typing import Literal
 
@@ -444,11 +443,13 @@ class VerifierStats:
 
 
 class LMVerifier:
-    """BeliefRAG's verifier on a local LM (schema-constrained) or a framework LLM.
+    """BeliefRAG's verifier on a local LM (schema-constrained) or a chat model.
 
     Args:
         lm: a local LM spec for :func:`~neocorrag_core.models.resolve_lm` (``None`` = the
-            bundled default), a LangChain chat model, or a LlamaIndex LLM.
+            bundled default) or a :class:`~neocorrag_core.lm.chat.ChatModel` (a LangChain
+            or LlamaIndex LLM wrapped by its adapter's ``as_chat_model``); anything else
+            is a :class:`~neocorrag_core.errors.ConfigError`.
         models: share the lazily loaded models of another engine (overrides a local ``lm``).
         budget: passages shown and token budgets of the prompt.
         max_new_tokens: generation budget of the reply (local LM); output cut by it keeps
@@ -474,8 +475,8 @@ class LMVerifier:
         self.max_new_tokens = max_new_tokens
         self.constrained = constrained
         self.stats = VerifierStats()
-        self.framework = FrameworkLLM(lm) if framework_kind(lm) else None
-        self.models = None if self.framework else (models or LazyModels(lm=lm))
+        self.chat_model: ChatModel | None = chat_model_or_none("LMVerifier", lm)
+        self.models = None if self.chat_model is not None else (models or LazyModels(lm=lm))
         self._generator: LoadOnce[LocalJSONGenerator] = LoadOnce()
 
     @property
@@ -490,8 +491,8 @@ class LMVerifier:
         ``question`` and the draft answer; never raises on what the model writes."""
         self.stats.calls += 1
         shown = list(passages)[: self.budget.max_passages]
-        if self.framework is not None:
-            return self._verify_framework(question, shown, draft_answer)
+        if self.chat_model is not None:
+            return self._verify_chat(question, shown, draft_answer)
         return self._verify_local(question, shown, draft_answer)
 
     def _verify_local(
@@ -522,7 +523,7 @@ class LMVerifier:
                 self.stats.invalid_replies += 1
                 logger.warning("verifier: skipped the LM (%s); neutral judgment", err)
                 return NEUTRAL_REPLY, Usage()
-            [done] = generator.complete_ids([prompt], self.schema, self.max_new_tokens)
+            [done] = generator.generate_ids([prompt], self.schema, self.max_new_tokens)
         self.stats.unshown_passages += len(pieces) - n
         if not done.finished:
             self.stats.truncated_replies += 1
@@ -530,12 +531,12 @@ class LMVerifier:
         reply = self._validated(data, [p.id for p in shown[:n]], done.text)
         return reply, Usage(done.prompt_tokens, done.generated_tokens)
 
-    def _verify_framework(
+    def _verify_chat(
         self, question: str, shown: list[Passage], draft_answer: str
     ) -> tuple[VerifierReply, Usage]:
-        assert self.framework is not None
+        assert self.chat_model is not None
         messages = verifier_messages(question, shown, draft_answer, self.budget.clipper(None))
-        answer = self.framework.ask(messages, _judgment_model())
+        answer = self.chat_model.ask(messages, _judgment_model())
         data = answer.value if answer.structured else parse_reply_text(answer.value)
         reply = self._validated(data, [p.id for p in shown], answer.value)
         return reply, Usage(answer.prompt_tokens, answer.generated_tokens)

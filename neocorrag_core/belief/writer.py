@@ -31,9 +31,9 @@ from neocorrag_core.evireform.residual import (
 )
 from neocorrag_core.evireform.selection import evidence_order
 from neocorrag_core.evireform.types import Proposition
+from neocorrag_core.lm.chat import ChatModel, chat_model_or_none
 from neocorrag_core.lm.generation import chat_prompt_ids, greedy_generate
 from neocorrag_core.lm.prompt_budget import Clip, PromptTooLongError, fit_prompt, prompt_limit
-from neocorrag_core.lm.structured import FrameworkLLM, framework_kind
 from neocorrag_core.models import LazyModels
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.triples.base import triples_per_passage
@@ -56,11 +56,8 @@ REWRITE_INSTRUCTION = (
 )
 MAX_RELATION_WORDS = 3
 """Relation words a no-LM next-hop query adds to its bridge entity (EviReform's default)."""
-ENTITY_QUERY_VERSION = "entity-query-3"
-"""Identifies the no-LM next-hop query rules (:func:`entity_next_query`) in run metadata;
-bump on any change. ``entity-query-1``: bridges in passage order; ``entity-query-2``: the
-relation-first evidence order; ``entity-query-3``: names cover relation words only by
-their own letters (:mod:`~neocorrag_core.evireform.relations`)."""
+# The version of entity_next_query's rules, bumped on any change, is the eval-cache key
+# ENTITY_QUERY_VERSION in neocorrag_core/eval/belief_methods.py.
 EVIDENCE_FACTS = 3
 """Facts of the ordered evidence whose relation words count as stated (EviReform's
 ``max_evidence``): the qualifying words are the question's relation words these leave open."""
@@ -215,11 +212,12 @@ def _content_words(text: str) -> str:
 
 class LMQueryWriter:
     """Writes the next search query (or says SUFFICIENT) and rewordings, on a local LM or a
-    framework LLM.
+    chat model.
 
     Args:
         lm: a local LM spec for :func:`~neocorrag_core.models.resolve_lm` (``None`` = the
-            bundled default), a LangChain chat model, or a LlamaIndex LLM.
+            bundled default) or a :class:`~neocorrag_core.lm.chat.ChatModel` (a LangChain
+            or LlamaIndex LLM wrapped by its adapter's ``as_chat_model``).
         models: share the lazily loaded models of another engine (overrides a local ``lm``).
         triple_source: where the passages' triples come from for bridge entities (default:
             passage metadata; passages without triples offer their titles).
@@ -251,8 +249,8 @@ class LMQueryWriter:
         self.max_queries = max_queries
         self.max_query_tokens = max_query_tokens
         self.max_query_words = max_query_words
-        self.framework = FrameworkLLM(lm) if framework_kind(lm) else None
-        self.models = None if self.framework else (models or LazyModels(lm=lm))
+        self.chat_model: ChatModel | None = chat_model_or_none("LMQueryWriter", lm)
+        self.models = None if self.chat_model is not None else (models or LazyModels(lm=lm))
 
     def next_query(
         self,
@@ -345,8 +343,8 @@ class LMQueryWriter:
     ) -> tuple[str | None, Usage]:
         """The LM's reply to the prompt ``text(n)`` with the most passages ``n`` that fit;
         ``None`` (and no cost) when not even ``text(0)`` fits."""
-        if self.framework is not None:
-            reply = self.framework.text([{"role": "user", "content": text(passages)}])
+        if self.chat_model is not None:
+            reply = self.chat_model.ask([{"role": "user", "content": text(passages)}], None)
             return str(reply.value), Usage(reply.prompt_tokens, reply.generated_tokens)
         assert self.models is not None
         lm = self.models.lm

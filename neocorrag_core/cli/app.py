@@ -354,8 +354,8 @@ def add_eval_parser(sub: Any) -> None:
         "--belief",
         action="append",
         metavar="KEY=VALUE",
-        help="a BeliefConfig field for the evidence-state controller's methods (closed-book, "
-        "single-shot, iterative, belief*), e.g. --belief max_rounds=3",
+        help="a BeliefConfig field for the evidence-state controller's methods (belief, and "
+        "the lab's baselines and ablations), e.g. --belief max_rounds=3",
     )
     ev.add_argument(
         "--methods",
@@ -363,10 +363,9 @@ def add_eval_parser(sub: Any) -> None:
         default=list(DEFAULT_METHODS),
         help="methods to compare (space or comma separated; default: "
         + " ".join(DEFAULT_METHODS)
-        + "; every method is listed above; the EviReform methods evireform, "
-        "evireform-lm, evireform-rounds2, "
-        "evireform-repeat, evireform-rerank and evireform-neocorrag run when named, best "
-        "with --pool corpus)",
+        + "; every method is listed above: belief runs when named, evireform is best with "
+        "--pool corpus; the ablations, paper variants and peer baselines are the "
+        "development lab's: pip install -e benchmarks in a checkout, docs/development.md)",
     )
     ev.add_argument(
         "--top-k", type=at_least_one, default=5, help="passages retrieved per question (default: 5)"
@@ -404,7 +403,7 @@ def add_eval_parser(sub: Any) -> None:
         "--embeddings-threshold",
         type=float,
         default=0.5,
-        help="similarity threshold of lc-embeddings-filter",
+        help="similarity threshold of the lab's lc-embeddings-filter",
     )
     ev.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     ev.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")

@@ -1,18 +1,26 @@
-"""Benchmark harness behind ``neocorrag eval``: loaders, retrieval, methods, reader, metrics.
+"""Benchmark harness behind ``neocorrag eval``: compare settings on your own QA file.
 
 Modules, one job each: ``datasets`` (QA files -> :class:`QAExample`), ``retrieval``
 (dense/BM25 top-k), ``protocol`` (the :class:`Method` contract: ``MethodInput`` in,
 ``MethodOutput`` out), ``registry`` (method names -> lazily imported factories, plus
-plug-ins from the ``neocorrag.eval_methods`` entry points, e.g. LangChain's filters in
-``neocorrag_integrations.bench``), ``refiners`` (no refinement, the miner variants, the
-Table 2 ablations), ``evireform_methods`` (methods that search again), ``reader``
-(short-answer generation), ``metrics``, ``runner`` (cached, resumable loop), ``report``
-(report.md) and ``plots`` (PNGs, needs matplotlib).
+plug-ins from the ``neocorrag.eval_methods`` entry points or :func:`register_methods`),
+``refiners`` (no refinement and the keep dial), ``evireform_methods`` (EviReform),
+``belief_methods`` (the evidence-state controller), ``reader`` (short-answer
+generation), ``metrics``, ``splits`` (the tune/report halves), ``runner`` (cached,
+resumable loop), ``report`` (report.md) and ``plots`` (PNGs, needs matplotlib).
+
+The ablations, paper variants and peer baselines are not here: they are the development
+lab's (``benchmarks/neocorrag_lab`` in a checkout), which registers them as plug-ins.
 """
 
 from neocorrag_core.eval.datasets import LoadReport, QAExample, load_corpus, load_qa
 from neocorrag_core.eval.protocol import BuildContext, Method, MethodInput, MethodOutput
-from neocorrag_core.eval.registry import MethodSpec, available_methods, build_methods
+from neocorrag_core.eval.registry import (
+    MethodSpec,
+    available_methods,
+    build_methods,
+    register_methods,
+)
 from neocorrag_core.eval.runner import DEFAULT_METHODS, EvalSettings, run_evaluation
 
 __all__ = [
@@ -29,5 +37,6 @@ __all__ = [
     "build_methods",
     "load_corpus",
     "load_qa",
+    "register_methods",
     "run_evaluation",
 ]

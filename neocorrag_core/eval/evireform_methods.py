@@ -1,26 +1,21 @@
-"""EviReform in the benchmark: methods that search again instead of refining the top-k.
+"""EviReform in the benchmark: the method that searches again instead of refining the top-k.
 
-* ``evireform``: the reformulation loop's top-k (default :class:`ReformulationConfig`).
-* ``evireform-lm``: the LM selects the evidence (trie-constrained beams) and writes the
-  residual queries (bridge entities fill the free slots), beside the LM-free default.
-* ``evireform-rounds2``: up to two rounds, the second only while the question's relation
-  words stay open (``adaptive_rounds``).
-* ``evireform-repeat``: the paper's matched-query control: a second round that asks the
-  original question again (no LM).
-* ``evireform-rerank``: the paper's rerank control: the residual queries ``evireform``
-  wrote re-score the *first* pool; nothing new is retrieved.
-* ``evireform-neocorrag``: ``evireform``'s top-k refined by the miner (beam decoding).
+* ``evireform``: the reformulation loop's top-k (default :class:`ReformulationConfig`,
+  changed by ``--evireform KEY=VALUE``); it sees the same ``search`` the shared retrieval
+  step uses (per-question or corpus pool).
 
-They all see the same ``search`` the shared retrieval step uses (per-question or
-corpus pool). Methods built together share one memo, so the loop runs once per
-question; a method that reuses it reports the loop's tokens and seconds as its cost.
+The loop runs once per question and is kept in a memo that methods built together share:
+the development lab's variants and controls (``benchmarks/neocorrag_lab``: the LM
+variant, a second round, the paper's repeat and rerank controls, EviReform then the
+miner) reuse it through :class:`EviReformMethod` and :func:`shared_loop`; a method that
+reuses it reports the loop's tokens and seconds as its cost.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neocorrag_core.chains.focus import FOCUS_RULES
@@ -35,23 +30,13 @@ from neocorrag_core.evireform import (
 )
 from neocorrag_core.types import Passage
 
-EVIREFORM_METHODS = (
-    "evireform",
-    "evireform-lm",
-    "evireform-rounds2",
-    "evireform-repeat",
-    "evireform-rerank",
-    "evireform-neocorrag",
-)
-# Variants that run their own loop: the default configuration with these fields changed.
-VARIANTS: dict[str, dict[str, Any]] = {
-    "evireform-lm": {"selection": "beam", "residual_queries": "lm"},
-    "evireform-rounds2": {"rounds": 2, "adaptive_rounds": True},
-    "evireform-repeat": {"residual_queries": "repeat"},
-}
+EVIREFORM_METHODS = ("evireform",)
+"""The product's EviReform methods."""
 
 
-def _loop_info(result: ReformulationResult, reused: bool) -> dict[str, Any]:
+def loop_info(result: ReformulationResult, reused: bool) -> dict[str, Any]:
+    """What a record keeps of a loop's result: pools, queries and what each found, rounds,
+    evidence, and which query found each passage (the report's pool and source tables)."""
     return {
         "first_pool_ids": [p.id for p in result.first_pool],
         "pool_ids": [p.id for p in result.pool],
@@ -66,8 +51,21 @@ def _loop_info(result: ReformulationResult, reused: bool) -> dict[str, Any]:
     }
 
 
+def loop_output(
+    passages: list[Passage], result: ReformulationResult, info: dict[str, Any]
+) -> MethodOutput:
+    """A method output whose context is ``passages`` and whose cost is the loop's."""
+    return MethodOutput(
+        passages=passages,
+        prompt_tokens=result.prompt_tokens,
+        generated_tokens=result.generated_tokens,
+        timings=dict(result.timings),
+        info=info,
+    )
+
+
 class EviReformMethod:
-    """One of :data:`EVIREFORM_METHODS`; searches again with the call's ``search``."""
+    """``evireform``: the loop's top-``k``, searched again with the call's ``search``."""
 
     def __init__(
         self,
@@ -76,19 +74,17 @@ class EviReformMethod:
         memo: dict[Any, ReformulationResult],
         miner: EvidenceChainMiner | None = None,
     ) -> None:
-        if name not in EVIREFORM_METHODS:
-            raise ValueError(f"unknown EviReform method {name!r}")
         self.name = name
         self.reformulator = reformulator
         self.memo = memo
         self.miner = miner
 
-    def _loop(
+    def loop(
         self, question: str, passages: Sequence[Passage], search: SearchFn, k: int
     ) -> tuple[ReformulationResult, bool]:
-        """The default loop's result for this question (run once, then reused). The shared
-        top-k ids are part of the key: two examples may ask the same question over
-        different per-question pools."""
+        """The default loop's result for this question (run once, then reused) and whether
+        it was reused. The shared top-k ids are part of the key: two examples may ask the
+        same question over different per-question pools."""
         key = (question, k, tuple(p.id for p in passages))
         found = self.memo.get(key)
         if found is not None:
@@ -99,54 +95,10 @@ class EviReformMethod:
         return result, False
 
     def refine(self, call: MethodInput) -> MethodOutput:
-        """Retrieve again with ``call.search`` and return this method's top-``k`` context."""
-        question, passages, search = call.question, call.passages, call.search
-        k = call.k or len(passages) or 5
-        if self.name in VARIANTS:
-            result = self.reformulator.retrieve(question, search, k, **VARIANTS[self.name])
-            return _output([r.passage for r in result.passages], result, _loop_info(result, False))
-        result, reused = self._loop(question, passages, search, k)
-        info = _loop_info(result, reused)
-        if self.name == "evireform":
-            return _output([r.passage for r in result.passages], result, info)
-        if self.name == "evireform-rerank":
-            ranked = self.reformulator.rerank(question, result.queries, result.first_pool, k)
-            info["pool_ids"] = info["first_pool_ids"]
-            # its residual queries only re-score: they retrieved nothing
-            info["query_results"] = info["query_results"][:1] + [[] for _ in result.queries[1:]]
-            info["found_by"] = [r.found_by for r in ranked]
-            return _output([r.passage for r in ranked], result, info)
-        if self.miner is None:
-            raise ValueError("evireform-neocorrag needs a miner")
-        mined = self.miner.mine(question, [r.passage for r in result.passages], decoding="beam")
-        timings = {**{f"evireform.{s}": v for s, v in result.timings.items()}, **mined.timings}
-        timings["total"] = result.timings.get("total", 0.0) + mined.timings.get("total", 0.0)
-        found_by = {r.passage.id: r.found_by for r in result.passages}
-        info.update(
-            fallback=mined.fallback,
-            num_chains=len(mined.chains),
-            found_by=[found_by[p.id] for p in mined.passages],
-        )
-        return MethodOutput(
-            passages=mined.passages,
-            chain_text=mined.chain_text,
-            prompt_tokens=result.prompt_tokens + mined.prompt_tokens,
-            generated_tokens=result.generated_tokens + mined.generated_tokens,
-            timings=timings,
-            info={**info, "reused": True},  # its cost is the loop's plus the mining's
-        )
-
-
-def _output(
-    passages: list[Passage], result: ReformulationResult, info: dict[str, Any]
-) -> MethodOutput:
-    return MethodOutput(
-        passages=passages,
-        prompt_tokens=result.prompt_tokens,
-        generated_tokens=result.generated_tokens,
-        timings=dict(result.timings),
-        info=info,
-    )
+        """Retrieve again with ``call.search`` and return the loop's top-``k`` context."""
+        k = call.k or len(call.passages) or 5
+        result, reused = self.loop(call.question, call.passages, call.search, k)
+        return loop_output([r.passage for r in result.passages], result, loop_info(result, reused))
 
 
 RULES_VERSION = "chains-9"
@@ -163,24 +115,30 @@ rounds' links only continue a chain, from the facts their queries were written f
 and "older"/"younger" are answered by "born" but do not answer it, ``chains-9``)."""
 
 
-def method_version(name: str) -> str:
-    """What a cached record of ``name`` depends on beyond the run settings: the rules
-    version and a digest of the default configuration with the method's own changes (so a
-    changed default reruns the records it changes); for ``evireform-neocorrag``, which
-    hands the reader the miner's kept passages (cut by the sentence rules) and its chain
-    block where the chain format writes one, also the miner's output version and
-    :data:`~neocorrag_core.chains.focus.FOCUS_RULES`. (Before ``miner-8`` every EviReform method
-    carried them, so a miner change reran loops that never read the miner.)"""
-    config = ReformulationConfig().with_overrides(**VARIANTS.get(name, {}))
+def config_version(overrides: Mapping[str, Any] | None = None, *, mined: bool = False) -> str:
+    """What a cached record of an EviReform method depends on beyond the run settings: the
+    rules version and a digest of the default configuration with the method's own
+    ``overrides`` (so a changed default reruns the records it changes); with ``mined``
+    (a method that hands the reader the miner's kept passages, cut by the sentence rules,
+    and its chain block where the chain format writes one) also the miner's output version
+    and :data:`~neocorrag_core.chains.focus.FOCUS_RULES`. (Before ``miner-8`` every
+    EviReform method carried them, so a miner change reran loops that never read the
+    miner.)"""
+    config = ReformulationConfig().with_overrides(**dict(overrides or {}))
     digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()
-    if name == "evireform-neocorrag":
+    if mined:
         return f"{RULES_VERSION} {MINER_OUTPUT_VERSION} {FOCUS_RULES} config {digest[:12]}"
     return f"{RULES_VERSION} config {digest[:12]}"
 
 
-def build(name: str, context: BuildContext) -> EviReformMethod:
-    """Factory of the :data:`EVIREFORM_METHODS`: built together, they share one reformulator
-    (the miner's models and triple source) and one loop memo."""
+def method_version(name: str) -> str:
+    """The version of ``evireform``'s records (:func:`config_version` of the default)."""
+    return config_version()
+
+
+def shared_loop(context: BuildContext) -> tuple[EvidenceReformulator, dict[Any, Any]]:
+    """The reformulator (the miner's models and triple source) and the loop memo that every
+    EviReform method of one run shares, made by the first one built."""
     shared = context.shared.get("evireform")
     if shared is None:
         config = ReformulationConfig().with_overrides(**context.evireform_overrides)
@@ -190,14 +148,24 @@ def build(name: str, context: BuildContext) -> EviReformMethod:
         )
         shared = context.shared["evireform"] = (reformulator, {})
     reformulator, memo = shared
+    return reformulator, memo
+
+
+def build(name: str, context: BuildContext) -> EviReformMethod:
+    """Factory of ``evireform``: it shares the run's reformulator and loop memo
+    (:func:`shared_loop`)."""
+    reformulator, memo = shared_loop(context)
     return EviReformMethod(name, reformulator, memo, context.miner)
 
 
 __all__ = [
     "EVIREFORM_METHODS",
     "RULES_VERSION",
-    "VARIANTS",
     "EviReformMethod",
     "build",
+    "config_version",
+    "loop_info",
+    "loop_output",
     "method_version",
+    "shared_loop",
 ]

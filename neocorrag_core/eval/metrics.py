@@ -1,6 +1,7 @@
 """Metrics shared by every report (definitions in DESIGN.md, "Metrics").
 
-Per question: answer EM/F1 (SQuAD normalization, max over aliases) and, over the
+Per question: answer EM/F1 (SQuAD normalization, max over aliases; defined in
+:mod:`neocorrag_core.answer_match`) and, over the
 passages a method hands to the reader, Recall/Hit/Chain@k, the passage count
 (ATD) and the non-gold count (AID). Per method: means, RCR@k, and paired
 bootstrap intervals of differences against a baseline method.
@@ -8,44 +9,13 @@ bootstrap intervals of differences against a baseline method.
 
 from __future__ import annotations
 
-import re
-import string
-from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCTUATION = frozenset(string.punctuation)
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD normalization: lowercase, drop punctuation and articles, collapse spaces."""
-    text = "".join(ch for ch in str(text).lower() if ch not in _PUNCTUATION)
-    return " ".join(_ARTICLES.sub(" ", text).split())
-
-
-def exact_match(prediction: str, answers: Sequence[str]) -> float:
-    """1.0 when the normalized prediction equals any normalized answer, else 0.0."""
-    pred = normalize_answer(prediction)
-    return float(any(pred == normalize_answer(a) for a in answers))
-
-
-def _token_f1(prediction: str, answer: str) -> float:
-    pred, gold = normalize_answer(prediction).split(), normalize_answer(answer).split()
-    if not pred or not gold:
-        return float(pred == gold)
-    common = sum((Counter(pred) & Counter(gold)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(pred), common / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
-def f1_score(prediction: str, answers: Sequence[str]) -> float:
-    """SQuAD token F1, the maximum over the answer aliases."""
-    return max((_token_f1(prediction, a) for a in answers), default=0.0)
+# One definition of answer matching, shared with the calibrator's label rule.
+from neocorrag_core.answer_match import exact_match, f1_score, normalize_answer
 
 
 def recall_at_k(ids: Sequence[str], gold: Collection[str], k: int) -> float:

@@ -2,10 +2,14 @@
 
 Each :class:`MethodSpec` names its factory as ``"module:function"``; the module is
 imported only when the method is built, so listing methods (``neocorrag eval --help``)
-imports no model code and no framework. Methods from other packages register through
-the ``neocorrag.eval_methods`` entry point group: each entry point is a
-:class:`MethodSpec` (``neocorrag_integrations.bench`` registers LangChain's filters this
-way, which keeps ``neocorrag_core`` free of any framework import).
+imports no model code and no framework. The product's methods (:data:`BUILTIN_METHODS`)
+are what a user compares on their own QA file: no refinement, the miner at each setting
+of the keep dial, EviReform and the evidence-state controller. Other packages add
+methods through the ``neocorrag.eval_methods`` entry point group (each entry point a
+:class:`MethodSpec`, or a sequence of them), or at run time with :func:`register_methods`.
+The development lab (``benchmarks/neocorrag_lab`` in a checkout, never in the wheel) adds
+its ablations, paper variants and peer baselines both ways; the product only knows their
+names (:data:`LAB_METHOD_NAMES`), to say where a lab method is found.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
@@ -80,235 +84,158 @@ class MethodSpec:
 _REFINERS = "neocorrag_core.eval.refiners"
 _EVIREFORM = "neocorrag_core.eval.evireform_methods"
 _BELIEF = "neocorrag_core.eval.belief_methods"
-_BELIEF_VERSION = f"{_BELIEF}:method_version"
-_EVIREFORM_VERSION = f"{_EVIREFORM}:method_version"
-
-
-def _miner_method(name: str, description: str) -> MethodSpec:
-    """A variant of the miner (``refiners.NEOCORRAG_METHODS``), versioned by its config."""
-    return MethodSpec(
-        name, description, f"{_REFINERS}:build_miner", version=f"{_REFINERS}:method_version"
-    )
 
 
 BUILTIN_METHODS: tuple[MethodSpec, ...] = (
     MethodSpec("none", "no refinement: the retrieved top-k", f"{_REFINERS}:build_none"),
     *(
         MethodSpec(
-            f"top-{n}", f"the first {n} passages by retrieval rank", f"{_REFINERS}:build_truncation"
+            f"neocorrag-{mode}",
+            f"neocorrag, keep={mode!r}",
+            f"{_REFINERS}:build_miner",
+            version=f"{_REFINERS}:method_version",
         )
-        for n in (2, 3, 4)
+        for mode in KEEP_MODES
     ),
-    _miner_method("neocorrag-beam", "neocorrag, trie-constrained beam decoding"),
-    _miner_method("neocorrag-rank", "neocorrag, exact candidate ranking"),
-    _miner_method("neocorrag-none", "neocorrag, search scores only (no LM)"),
-    *(_miner_method(f"neocorrag-{mode}", f"neocorrag, keep={mode!r}") for mode in KEEP_MODES),
-    _miner_method(
-        "neocorrag-recall-full-chains",
-        "neocorrag, keep='recall' with the paper's full chain block (chain_format='full')",
-    ),
-    _miner_method(
-        "neocorrag-recall-no-chains",
-        "neocorrag, keep='recall' without a chain block (chain_format='none', the default "
-        "since miner-8)",
-    ),
-    _miner_method(
-        "neocorrag-recall-linking-chains",
-        "neocorrag, keep='recall' with every chain no kept passage states whole "
-        "(chain_format='linking', max_chain_lines=None: the miner-6 block)",
-    ),
-    _miner_method(
-        "neocorrag-recall-compact-chains",
-        "neocorrag, keep='recall' with every chain, each fact once (chain_format='compact', "
-        "the default before miner-4)",
-    ),
-    _miner_method(
-        "neocorrag-recall-one-chain",
-        "neocorrag, keep='recall' with only the first line of the linking chain block "
-        "(max_chain_lines=1)",
-    ),
-    _miner_method(
-        "neocorrag-recall-two-chains",
-        "neocorrag, keep='recall' with the first two lines of the linking chain block "
-        "(the miner-7 default; no block by default since miner-8)",
-    ),
-    _miner_method(
-        "neocorrag-recall-whole",
-        "neocorrag, keep='recall' with every kept passage whole (passage_focus='none', "
-        "the default before miner-5)",
-    ),
-    _miner_method(
-        "neocorrag-recall-focused",
-        "neocorrag, keep='recall' with linked passages cut to their evidence sentences "
-        "(passage_focus='linked')",
-    ),
-    _miner_method(
-        "neocorrag-recall-focused-all",
-        "neocorrag-recall-focused with the top-N passages cut too (passage_focus='all', "
-        "the default)",
-    ),
-    _miner_method(
-        "neocorrag-recall-focused-no-chains",
-        "neocorrag-recall-focused without a chain block",
-    ),
-    _miner_method("ablation-naive-search", "neocorrag-beam with naive chain search (Table 2)"),
-    MethodSpec(
-        "ablation-free-decoding",
-        "neocorrag-beam without constrained decoding (Table 2)",
-        f"{_REFINERS}:build_free_decoding",
-        version=f"{_REFINERS}:free_decoding_version",
-    ),
-    _miner_method("ablation-no-filter", "neocorrag-beam without document filtering (Table 2)"),
     MethodSpec(
         "evireform",
         "EviReform: residual queries, mixing, propagation",
         f"{_EVIREFORM}:build",
-        version=_EVIREFORM_VERSION,
-    ),
-    MethodSpec(
-        "evireform-lm",
-        "EviReform with the LM: beam-selected evidence, LM-written residual queries",
-        f"{_EVIREFORM}:build",
-        version=_EVIREFORM_VERSION,
-    ),
-    MethodSpec(
-        "evireform-rounds2",
-        "EviReform with a second round while the question's relation words stay open",
-        f"{_EVIREFORM}:build",
-        version=_EVIREFORM_VERSION,
-    ),
-    MethodSpec(
-        "evireform-repeat",
-        "EviReform control: the original question asked again",
-        f"{_EVIREFORM}:build",
-        version=_EVIREFORM_VERSION,
-    ),
-    MethodSpec(
-        "evireform-rerank",
-        "EviReform control: residual queries re-score the first pool only",
-        f"{_EVIREFORM}:build",
-        version=_EVIREFORM_VERSION,
-    ),
-    MethodSpec(
-        "evireform-neocorrag",
-        "EviReform top-k, then neocorrag-beam refinement",
-        f"{_EVIREFORM}:build",
-        version=_EVIREFORM_VERSION,
-    ),
-    MethodSpec(
-        "closed-book",
-        "the answer generator without documents",
-        f"{_BELIEF}:build",
-        version=_BELIEF_VERSION,
-        answers=True,
-    ),
-    MethodSpec(
-        "single-shot",
-        "the retrieved top-k, answered once",
-        f"{_BELIEF}:build",
-        version=_BELIEF_VERSION,
-        answers=True,
-    ),
-    MethodSpec(
-        "iterative",
-        "fixed rounds of evidence-aware query writing and retrieval, then one answer",
-        f"{_BELIEF}:build",
-        version=_BELIEF_VERSION,
-        answers=True,
+        version=f"{_EVIREFORM}:method_version",
     ),
     MethodSpec(
         "belief",
         "the evidence-state controller: verify, correct, search, answer or abstain",
         f"{_BELIEF}:build",
-        version=_BELIEF_VERSION,
-        answers=True,
-    ),
-    MethodSpec(
-        "belief-no-correction",
-        "belief ablation: no VERIFY (problematic evidence is never dropped)",
-        f"{_BELIEF}:build",
-        version=_BELIEF_VERSION,
-        answers=True,
-    ),
-    MethodSpec(
-        "belief-prune-only",
-        "belief ablation: VERIFY drops passages but fetches no replacement",
-        f"{_BELIEF}:build",
-        version=_BELIEF_VERSION,
-        answers=True,
-    ),
-    MethodSpec(
-        "belief-frozen-answerability",
-        "belief ablation: the first step's answerability is reused for the episode",
-        f"{_BELIEF}:build",
-        version=_BELIEF_VERSION,
-        answers=True,
-    ),
-    MethodSpec(
-        "belief-chains",
-        "belief whose verifier also sees the NeocorRAG evidence chains",
-        f"{_BELIEF}:build",
-        version=_BELIEF_VERSION,
-        answers=True,
-    ),
-    MethodSpec(
-        "belief-refined",
-        "belief whose answer generator reads the NeocorRAG-refined evidence",
-        f"{_BELIEF}:build",
-        version=_BELIEF_VERSION,
-        answers=True,
-    ),
-    MethodSpec(
-        "belief-refined-first",
-        "belief whose answer generator reads the refined first search and later passages whole",
-        f"{_BELIEF}:build",
-        version=_BELIEF_VERSION,
-        answers=True,
-    ),
-    MethodSpec(
-        "belief-unrefined",
-        "belief whose answer generator reads every passage of the evidence",
-        f"{_BELIEF}:build",
-        version=_BELIEF_VERSION,
-        answers=True,
-    ),
-    MethodSpec(
-        "belief-always-verify",
-        "belief with a verifier call at every measured step (the paper's loop)",
-        f"{_BELIEF}:build",
-        version=_BELIEF_VERSION,
+        version=f"{_BELIEF}:method_version",
         answers=True,
     ),
 )
+"""The product's methods, in the order they are listed."""
+
+LAB_METHOD_NAMES: frozenset[str] = frozenset(
+    {
+        *(f"top-{n}" for n in (2, 3, 4)),
+        "neocorrag-beam",
+        "neocorrag-rank",
+        "neocorrag-none",
+        *(
+            f"neocorrag-recall-{variant}"
+            for variant in (
+                "full-chains",
+                "no-chains",
+                "linking-chains",
+                "compact-chains",
+                "one-chain",
+                "two-chains",
+                "whole",
+                "focused",
+                "focused-all",
+                "focused-no-chains",
+            )
+        ),
+        "ablation-naive-search",
+        "ablation-free-decoding",
+        "ablation-no-filter",
+        *(f"evireform-{v}" for v in ("lm", "rounds2", "repeat", "rerank", "neocorrag")),
+        "closed-book",
+        "single-shot",
+        "iterative",
+        *(
+            f"belief-{v}"
+            for v in (
+                "no-correction",
+                "prune-only",
+                "frozen-answerability",
+                "chains",
+                "refined",
+                "refined-first",
+                "unrefined",
+                "always-verify",
+            )
+        ),
+        "lc-embeddings-filter",
+        *(f"lc-embeddings-filter-{t}" for t in ("0.3", "0.4", "0.6")),
+        "lc-llm-filter",
+        "lc-llm-filter-logits",
+    }
+)
+"""The names of the development lab's methods (ablations, paper variants, peer baselines):
+names only, so that asking for one where the lab is not installed says where it is. The
+lab's tests check that this list and the lab's registry agree."""
+
+LAB_INSTALL = (
+    "the development lab (benchmarks/neocorrag_lab in a neocorrag checkout, not part of the "
+    "installed package): pip install -e benchmarks, or run `python -m neocorrag_lab eval "
+    "...` from the checkout's benchmarks/ folder (docs/development.md, 'The lab')"
+)
+"""Where the lab's methods are found, for error messages."""
+
+_REGISTERED: dict[str, MethodSpec] = {}
+
+
+def register_methods(specs: Iterable[MethodSpec]) -> None:
+    """Add methods at run time (a package that registers its own when it is imported, as
+    the development lab does). A name the product's methods use is refused; registering
+    the same spec again is harmless; another spec under a registered name replaces it."""
+    for spec in specs:
+        if not isinstance(spec, MethodSpec):
+            raise TypeError(f"register_methods takes MethodSpec objects, got {spec!r}")
+        if spec.name in {s.name for s in BUILTIN_METHODS}:
+            raise ValueError(f"eval method {spec.name!r} is one of neocorrag's own")
+        _REGISTERED[spec.name] = spec
+
+
+def _entry_point_specs(point: Any) -> list[MethodSpec]:
+    """The specs one entry point declares: a MethodSpec named as the entry point, or a
+    sequence of MethodSpecs (a package registering all its methods at once)."""
+    loaded = point.load()
+    if isinstance(loaded, MethodSpec):
+        if loaded.name != point.name:
+            raise TypeError(f"its MethodSpec is named {loaded.name!r}")
+        return [loaded]
+    if isinstance(loaded, (list, tuple)) and all(isinstance(s, MethodSpec) for s in loaded):
+        return list(loaded)
+    raise TypeError("it is not a MethodSpec or a sequence of MethodSpecs")
 
 
 def _plugin_specs() -> list[MethodSpec]:
     specs: list[MethodSpec] = []
     for point in entry_points(group=ENTRY_POINT_GROUP):
         try:
-            spec = point.load()
+            specs.extend(_entry_point_specs(point))
         except Exception as err:  # a broken plug-in must not break the benchmark's own methods
-            logger.warning("skipping eval method %r: its entry point failed (%s)", point.name, err)
-            continue
-        if not isinstance(spec, MethodSpec) or spec.name != point.name:
             logger.warning(
-                "skipping eval method %r: its entry point is not a MethodSpec of that name",
-                point.name,
+                "skipping eval method(s) %r: its entry point failed (%s)", point.name, err
             )
-            continue
-        specs.append(spec)
     return specs
 
 
 def available_methods() -> dict[str, MethodSpec]:
-    """Every method by name: the built-in ones first, then registered plug-ins."""
+    """Every method by name: the product's first, then those registered at run time
+    (:func:`register_methods`), then those of the entry points."""
     methods = {spec.name: spec for spec in BUILTIN_METHODS}
-    for spec in _plugin_specs():
-        if spec.name in methods:
+    for spec in [*_REGISTERED.values(), *_plugin_specs()]:
+        taken = methods.get(spec.name)
+        if taken is not None and taken != spec:
             logger.warning("ignoring plug-in eval method %r: the name is taken", spec.name)
             continue
         methods[spec.name] = spec
     return methods
+
+
+def unknown_methods_error(names: Sequence[str], known: Mapping[str, MethodSpec]) -> ValueError:
+    """The usage error for method ``names`` that ``known`` lacks: a lab method is named as
+    one, with where the lab is; any other name is unknown, with the methods there are."""
+    lab = [n for n in names if n in LAB_METHOD_NAMES]
+    other = [n for n in names if n not in LAB_METHOD_NAMES]
+    said = []
+    if lab:
+        verb = "is a lab method" if len(lab) == 1 else "are lab methods"
+        said.append(f"{', '.join(lab)} {verb}: {LAB_INSTALL}")
+    if other:
+        said.append(f"unknown method(s): {', '.join(other)}")
+    return ValueError("; ".join(said) + f"; the methods here are: {', '.join(known)}")
 
 
 def method_descriptions() -> dict[str, str]:
@@ -340,16 +267,20 @@ def build_methods(names: Sequence[str], context: BuildContext) -> list[Method]:
     specs = available_methods()
     unknown = [n for n in names if n not in specs]
     if unknown:
-        raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(specs)}")
+        raise unknown_methods_error(unknown, specs)
     return [specs[name].load_factory()(name, context) for name in names]
 
 
 __all__ = [
     "BUILTIN_METHODS",
     "ENTRY_POINT_GROUP",
+    "LAB_INSTALL",
+    "LAB_METHOD_NAMES",
     "MethodSpec",
     "available_methods",
     "build_methods",
     "method_descriptions",
     "method_versions",
+    "register_methods",
+    "unknown_methods_error",
 ]

@@ -29,7 +29,12 @@ from neocorrag_core.eval import metrics as M
 from neocorrag_core.eval.datasets import LoadReport, QAExample, load_corpus, load_qa
 from neocorrag_core.eval.protocol import BuildContext, Method, MethodInput, MethodOutput
 from neocorrag_core.eval.reader import NO_READER, NoReader, Reader, ReaderOutput
-from neocorrag_core.eval.registry import available_methods, build_methods, method_versions
+from neocorrag_core.eval.registry import (
+    available_methods,
+    build_methods,
+    method_versions,
+    unknown_methods_error,
+)
 from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
 from neocorrag_core.eval.splits import SPLITS, in_split
 from neocorrag_core.formats import read_json_or_lines
@@ -39,21 +44,21 @@ logger = logging.getLogger(__name__)
 
 BASELINE = "none"
 ITERATIVE = "iterative"
-"""The evidence-state controller's main baseline: its methods are also compared to it."""
+"""The evidence-state controller's main baseline (a lab method): when a run has it, every
+other method is also compared to it."""
 POOLS = ("per-question", "corpus")
 RETRIEVERS = ("dense", "bm25")
 DEFAULT_METHODS = (
     "none",
-    "neocorrag-beam",
-    "neocorrag-rank",
-    "neocorrag-none",
-    "ablation-naive-search",
-    "ablation-free-decoding",
-    "ablation-no-filter",
-    "lc-embeddings-filter",
-    "lc-llm-filter",
-    "lc-llm-filter-logits",
+    "neocorrag-recall",
+    "neocorrag-balanced",
+    "neocorrag-precise",
+    "neocorrag-paper",
+    "evireform",
 )
+"""What ``neocorrag eval`` compares when no ``--methods`` are named: no refinement, the
+keep dial (``neocorrag-recall`` is the default setting) and EviReform. ``belief`` (it
+answers by itself) runs when named; the lab's methods when the lab is installed."""
 
 
 @dataclass
@@ -91,9 +96,7 @@ class EvalSettings:
         known = available_methods()
         unknown = [m for m in self.methods if m not in known]
         if unknown:
-            raise ValueError(
-                f"unknown method(s): {', '.join(unknown)}; the methods are: {', '.join(known)}"
-            )
+            raise unknown_methods_error(unknown, known)
         if not self.methods:
             raise ValueError("give at least one method")
         if self.limit is not None and self.limit < 1:

@@ -13,12 +13,10 @@ as it is. The bundled ``meve_hotpotqa_dev_first100.json`` has no ids; its publis
 tune/report halves are those of the file as shipped (the naming is kept so they stay
 valid).
 
-Calibrators (the answerability model, ``neocorrag_core.belief.fitting``) split the
-``tune`` half once more, by a second salted hash: ``dev`` when the first byte of
-``sha256("neocorrag-calib-v1:" + id)`` is divisible by 3 (about a third of the tune
-questions), ``train`` otherwise. Coefficients are fitted on ``train`` and selected on
-``dev``; the ``report`` half is never used to fit or select them, so report-half numbers
-of a method that uses a calibrator stay held out.
+The shipped calibrators are fitted on the ``tune`` half only, split once more by the
+calibration hash (:func:`~neocorrag_core.belief.fitting.calibration_part`); that
+within-tune split is the development lab's (``neocorrag_lab.fitting``), so report-half
+numbers of a method that uses a calibrator stay held out.
 """
 
 from __future__ import annotations
@@ -31,10 +29,6 @@ Split = Literal["tune", "report"]
 SALT = "neocorrag-dev-v1"
 SPLITS: tuple[Split, ...] = ("tune", "report")
 
-CalibrationSplit = Literal["train", "dev"]
-CALIBRATION_SALT = "neocorrag-calib-v1"
-CALIBRATION_SPLITS: tuple[CalibrationSplit, ...] = ("train", "dev")
-
 T = TypeVar("T")
 
 
@@ -42,22 +36,6 @@ def split_of(question_id: str) -> Split:
     """The half ``question_id`` belongs to."""
     digest = hashlib.sha256(f"{SALT}:{question_id}".encode()).digest()
     return "tune" if digest[0] % 2 == 0 else "report"
-
-
-def calibration_split_of(question_id: str, *, within_tune: bool = True) -> CalibrationSplit:
-    """The calibration part (``train`` or ``dev``) of a ``tune``-half question.
-
-    Raises ``ValueError`` for a ``report``-half question: those never train or select a
-    calibrator. ``within_tune=False`` applies the same second hash to any id, for a user's
-    own questions, which have no report half.
-    """
-    if within_tune and split_of(question_id) != "tune":
-        raise ValueError(
-            f"question {question_id!r} is in the report half; calibrators are fitted and "
-            "selected on the tune half only"
-        )
-    digest = hashlib.sha256(f"{CALIBRATION_SALT}:{question_id}".encode()).digest()
-    return "dev" if digest[0] % 3 == 0 else "train"
 
 
 def in_split(items: Iterable[T], split: Split | None, *, key: str = "id") -> list[T]:
@@ -69,14 +47,4 @@ def in_split(items: Iterable[T], split: Split | None, *, key: str = "id") -> lis
     return [item for item in items if split_of(str(getattr(item, key))) == split]
 
 
-__all__ = [
-    "CALIBRATION_SALT",
-    "CALIBRATION_SPLITS",
-    "SALT",
-    "SPLITS",
-    "CalibrationSplit",
-    "Split",
-    "calibration_split_of",
-    "in_split",
-    "split_of",
-]
+__all__ = ["SALT", "SPLITS", "Split", "in_split", "split_of"]

@@ -7,10 +7,11 @@ Two kinds of LM are served:
   (one per schema, built on first use), so a finished output always parses and fits the
   schema; the prompt's untrusted text never becomes a chat control token
   (:func:`~neocorrag_core.lm.generation.chat_ids`);
-* the user's framework LLM (:class:`FrameworkLLM`): a LangChain chat model or a LlamaIndex
-  LLM, detected by duck typing (no framework is imported here); its own structured output
-  is used where it offers one, otherwise its text answer is returned for the caller to
-  parse (:func:`parse_json_object`) and validate.
+* a chat model (:class:`~neocorrag_core.lm.chat.ChatModel`, ``ask(messages, schema)``):
+  the callers ask it directly; it answers with the schema's object where it can, else
+  with text, which they parse (:func:`parse_json_object`) and validate. A framework LLM
+  becomes one in its adapter (``neocorrag_integrations.*.as_chat_model``); nothing here
+  knows a framework.
 
 Model output is only ever read with ``json``; nothing it says is executed. The triple
 extractor (:mod:`neocorrag_core.triples.llm_extractor`) and the evidence verifier
@@ -22,59 +23,21 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import math
 import re
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from neocorrag_core.errors import MissingDependencyError
+from neocorrag_core.lm.chat import CHARS_PER_TOKEN, as_plain_data, estimate_tokens
 from neocorrag_core.lm.generation import chat_ids, model_device, neutral_settings
 
 logger = logging.getLogger(__name__)
 
-FrameworkKind = Literal["langchain", "llamaindex"]
-
 WHITESPACE_PATTERN = r"[ ]?"
 """A single optional space between JSON tokens: Outlines' default pattern allows unbounded
 whitespace, which a weak model can loop in until ``max_new_tokens``."""
-
-CHARS_PER_TOKEN = 4
-"""Token estimate for framework LLMs that report no usage (about four characters per
-token for English text with common BPE vocabularies)."""
-
-
-# ------------------------------------------------------------------------------------------
-# Framework detection and message conversion
-# ------------------------------------------------------------------------------------------
-
-
-def framework_kind(lm: Any) -> FrameworkKind | None:
-    """``"langchain"`` for an object with ``invoke`` (a chat model), ``"llamaindex"`` for one
-    with ``complete`` (an LLM), ``None`` for a local LM spec (``None``, a name, a path, a
-    ``(model, tokenizer)`` pair, a :class:`~neocorrag_core.models.LanguageModel`)."""
-    if lm is None or isinstance(lm, (str, tuple, list)) or hasattr(lm, "tokenizer"):
-        return None
-    if callable(getattr(lm, "invoke", None)):
-        return "langchain"
-    if callable(getattr(lm, "complete", None)):
-        return "llamaindex"
-    return None
-
-
-def langchain_messages(messages: Sequence[Mapping[str, str]]) -> list[tuple[str, str]]:
-    """Chat messages (``{"role", "content"}``) as LangChain ``(role, content)`` tuples."""
-    roles = {"system": "system", "user": "human", "assistant": "ai"}
-    return [(roles[m["role"]], m["content"]) for m in messages]
-
-
-def messages_as_text(messages: Sequence[Mapping[str, str]]) -> str:
-    """One prompt string for completion-style LLMs (LlamaIndex ``complete``): the turns,
-    labelled by role, ending where the assistant's answer starts."""
-    return "\n\n".join(f"{m['role'].upper()}:\n{m['content']}" for m in messages) + (
-        "\n\nASSISTANT:\n"
-    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -100,17 +63,6 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
         return None
     return value if isinstance(value, dict) else None
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens a framework LLM is assumed to spend on ``text`` when it reports none."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
-
-
-def as_plain_data(value: Any) -> Any:
-    """A structured answer as plain data: a pydantic model dumped, anything else as is."""
-    dump = getattr(value, "model_dump", None)
-    return dump() if callable(dump) else value
 
 
 # ------------------------------------------------------------------------------------------
@@ -184,7 +136,7 @@ class LocalJSONGenerator:
             )
         return self._processors[key]
 
-    def complete(
+    def generate(
         self,
         conversations: Sequence[Sequence[Mapping[str, str]]],
         schema: Mapping[str, Any],
@@ -193,9 +145,9 @@ class LocalJSONGenerator:
         """One completion per chat (rendered with :func:`chat_ids`), ``budget`` new tokens
         at most."""
         tok = self.lm.tokenizer
-        return self.complete_ids([chat_ids(tok, c) for c in conversations], schema, budget)
+        return self.generate_ids([chat_ids(tok, c) for c in conversations], schema, budget)
 
-    def complete_ids(
+    def generate_ids(
         self, rows: Sequence[Sequence[int]], schema: Mapping[str, Any], budget: int
     ) -> list[Completion]:
         """One completion per prompt of token ids (already safe: built by the caller with
@@ -255,135 +207,13 @@ def _eager() -> AbstractContextManager[Any]:
     return set_stance("force_eager") if callable(set_stance) else nullcontext()
 
 
-# ------------------------------------------------------------------------------------------
-# Framework LLMs (LangChain, LlamaIndex), by duck typing
-# ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FrameworkReply:
-    """One answer of a framework LLM."""
-
-    value: Any
-    """The structured object (a pydantic model or dict) when ``structured``, else text."""
-    structured: bool
-    prompt_tokens: int
-    """Reported by the LLM where it says; else estimated (:func:`estimate_tokens`)."""
-    generated_tokens: int
-
-
-class FrameworkLLM:
-    """Asks a LangChain chat model or a LlamaIndex LLM, with structured output where the LLM
-    offers it and its text answer otherwise.
-
-    Args:
-        llm: the framework LLM.
-        kind: ``"langchain"`` or ``"llamaindex"`` (default: :func:`framework_kind`).
-    """
-
-    def __init__(self, llm: Any, kind: FrameworkKind | None = None) -> None:
-        found = kind or framework_kind(llm)
-        if found is None:
-            raise TypeError(
-                f"{type(llm).__name__} is neither a LangChain chat model (invoke) nor a "
-                "LlamaIndex LLM (complete)"
-            )
-        self.llm = llm
-        self.kind: FrameworkKind = found
-        self._structured: dict[Any, Any] = {}
-
-    def structured_runnable(self, model: Any) -> Any:
-        """The structured-output runnable for the pydantic ``model``, or ``None`` when the
-        LLM has none (remembered, so a missing one is asked about once)."""
-        if model not in self._structured:
-            runnable = None
-            try:
-                if self.kind == "langchain" and hasattr(self.llm, "with_structured_output"):
-                    runnable = self.llm.with_structured_output(model)
-                elif self.kind == "llamaindex" and getattr(
-                    getattr(self.llm, "metadata", None), "is_function_calling_model", False
-                ):
-                    runnable = self.llm.as_structured_llm(model)
-            except (NotImplementedError, AttributeError, TypeError, ValueError) as exc:
-                logger.info("%s offers no structured output (%s); parsing text", self.kind, exc)
-            self._structured[model] = runnable
-        return self._structured[model]
-
-    def ask(self, messages: Sequence[Mapping[str, str]], model: Any = None) -> FrameworkReply:
-        """The structured answer for ``model`` when the LLM offers structured output (and it
-        succeeds with an object), else the text answer."""
-        runnable = self.structured_runnable(model) if model is not None else None
-        if runnable is not None:
-            try:
-                if self.kind == "langchain":
-                    value = runnable.invoke(langchain_messages(messages))
-                else:
-                    value = runnable.complete(messages_as_text(messages)).raw
-            except Exception as exc:  # a provider error must not lose the call
-                logger.warning("structured output failed (%s); falling back to parsing text", exc)
-            else:
-                if value is not None:
-                    prompt = estimate_tokens("".join(m["content"] for m in messages))
-                    return FrameworkReply(value, True, prompt, _estimate_object_tokens(value))
-                # LangChain returns None when the model answered without the tool call (and
-                # a LlamaIndex response may carry no object): no answer yet, as on an error.
-                logger.warning("structured output returned nothing; falling back to parsing text")
-        return self.text(messages)
-
-    def text(self, messages: Sequence[Mapping[str, str]]) -> FrameworkReply:
-        """The LLM's plain text answer to ``messages``, with its token usage."""
-        if self.kind == "langchain":
-            answer = self.llm.invoke(langchain_messages(messages))
-            content = getattr(answer, "content", answer)
-        else:
-            answer = self.llm.complete(messages_as_text(messages))
-            content = getattr(answer, "text", answer)
-        text = content if isinstance(content, str) else str(content)
-        prompt, generated = _reported_usage(answer)
-        if prompt is None:
-            prompt = estimate_tokens("".join(m["content"] for m in messages))
-        if generated is None:
-            generated = estimate_tokens(text)
-        return FrameworkReply(text, False, prompt, generated)
-
-
-def _reported_usage(answer: Any) -> tuple[int | None, int | None]:
-    """Token counts the framework attached to an answer: LangChain's ``usage_metadata``,
-    or the ``prompt_tokens`` / ``completion_tokens`` LlamaIndex providers put in
-    ``additional_kwargs``."""
-    usage = getattr(answer, "usage_metadata", None)
-    if isinstance(usage, Mapping):
-        return _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
-    extra = getattr(answer, "additional_kwargs", None)
-    if isinstance(extra, Mapping):
-        return _count(extra.get("prompt_tokens")), _count(extra.get("completion_tokens"))
-    return None, None
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _estimate_object_tokens(value: Any) -> int:
-    try:
-        return estimate_tokens(json.dumps(as_plain_data(value), default=str))
-    except (TypeError, ValueError):
-        return estimate_tokens(str(value))
-
-
 __all__ = [
     "CHARS_PER_TOKEN",
     "WHITESPACE_PATTERN",
     "Completion",
-    "FrameworkKind",
-    "FrameworkLLM",
-    "FrameworkReply",
     "LocalJSONGenerator",
     "as_plain_data",
     "estimate_tokens",
-    "framework_kind",
-    "langchain_messages",
-    "messages_as_text",
     "parse_json_object",
     "schema_key",
 ]

@@ -1,4 +1,8 @@
-"""Resolving an embedder spec: the bundled MiniLM, sentence-transformers, framework embeddings."""
+"""Resolving an embedder spec: the bundled MiniLM, sentence-transformers, encode callables.
+
+Framework embeddings (LangChain ``Embeddings``, LlamaIndex ``BaseEmbedding``) are not
+specs: their adapters turn them into encode callables (``as_embedder``), and one passed
+here is refused with that fix."""
 
 from __future__ import annotations
 
@@ -11,11 +15,18 @@ from typing import Any
 
 import numpy as np
 
+from neocorrag_core.errors import ConfigError
 from neocorrag_core.once import LoadOnce
 
 from .cpu import threads_for_batch
 from .embedder import EncodeFn, TextEmbedder
-from .errors import _EMBEDDER_SPEC_HELP, MissingDependencyError, ModelLoadError
+from .errors import (
+    _EMBEDDER_SPEC_HELP,
+    MissingDependencyError,
+    ModelLoadError,
+    embedder_help,
+    framework_of,
+)
 from .hf import _cause, _hf_offline, _looks_like_local_path, _offline_note
 from .presets import BUNDLED_EMBEDDER_NAME, BUNDLED_EXTRA_HINT
 
@@ -140,20 +151,10 @@ def resolve_embedder(spec: Any = None) -> TextEmbedder:
         return TextEmbedder(_LazySentenceTransformer(text), name=text, identity=identity)
     if isinstance(spec, type):
         raise TypeError(f"Got the class {spec.__name__}; pass an instance. {_EMBEDDER_SPEC_HELP}.")
-    embed_documents = getattr(spec, "embed_documents", None)
-    if callable(embed_documents):  # LangChain Embeddings
-
-        def encode_langchain(texts: list[str]) -> Any:
-            return embed_documents(list(texts))
-
-        return TextEmbedder(encode_langchain, name=type(spec).__name__)
-    batch_fn = getattr(spec, "get_text_embedding_batch", None)
-    if callable(batch_fn):  # LlamaIndex BaseEmbedding
-
-        def encode_llamaindex(texts: list[str]) -> Any:
-            return batch_fn(list(texts))
-
-        return TextEmbedder(encode_llamaindex, name=type(spec).__name__)
+    if framework_of(spec) is not None:
+        # A framework's embeddings object is translated by its adapter, never duck-typed
+        # here (a LlamaIndex embedding is even callable, on nodes, not texts).
+        raise ConfigError(f"{embedder_help(spec)}. {_EMBEDDER_SPEC_HELP}.")
     if callable(spec):
         return TextEmbedder(spec, name=getattr(spec, "__name__", None) or "custom")
     raise TypeError(

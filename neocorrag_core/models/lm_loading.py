@@ -112,7 +112,20 @@ def resolve_lm(
             reason=reason,
             seconds=time.perf_counter() - started,
         )
-    raise TypeError(f"Cannot use an object of type {type(spec).__name__} as LM. {_LM_SPEC_HELP}.")
+    raise TypeError(
+        f"Cannot use an object of type {type(spec).__name__} as LM. {_LM_SPEC_HELP}. {_NOT_LOCAL}"
+    )
+
+
+_NOT_LOCAL = (
+    "A chat model (a neocorrag_core.lm.chat.ChatModel, or a LangChain / LlamaIndex LLM "
+    "wrapped by neocorrag_integrations.langchain.as_chat_model / "
+    "neocorrag_integrations.llama_index.as_chat_model) serves the BeliefRAG components and "
+    "the LLM triple extractor (their lm=), not a stage that needs a local LM's tokens "
+    "(chain decoding, EviReform's LM steps)."
+)
+"""The last words of resolve_lm's error for an object it cannot load: where a chat model
+goes instead (the core never asks what such an object is)."""
 
 
 def check_lm_path(spec: Any) -> None:

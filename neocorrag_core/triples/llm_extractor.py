@@ -6,9 +6,10 @@ Two kinds of LLM are accepted:
   takes; ``None`` = the bundled Qwen2.5-Coder-0.5B-Instruct): prompts run in batches
   (left padding, greedy) and every generated token is constrained by an Outlines JSON-schema
   logits processor, so the output always parses;
-* the user's framework LLM (a LangChain chat model, or a LlamaIndex LLM): its own
-  structured output is used where it offers one, otherwise the text answer is parsed
-  and validated, skipping malformed items with a warning.
+* a chat model (:class:`~neocorrag_core.lm.chat.ChatModel`; a LangChain chat model or a
+  LlamaIndex LLM becomes one through its adapter's ``as_chat_model``, which uses the
+  framework's own structured output where it offers one): asked for the step's schema;
+  a text answer is parsed and validated, skipping malformed items with a warning.
 
 Model output is only ever read with ``json``; nothing it says is executed.
 """
@@ -22,13 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from neocorrag_core.lm.chat import ChatModel, chat_model_or_none
 from neocorrag_core.lm.prompt_budget import DEFAULT_TITLE_TOKENS, clip_to_tokens
-from neocorrag_core.lm.structured import (
-    FrameworkKind,
-    FrameworkLLM,
-    LocalJSONGenerator,
-    framework_kind,
-)
+from neocorrag_core.lm.structured import LocalJSONGenerator
 from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples.base import parse_triple
 from neocorrag_core.triples.extractor import clean_triples, truncate_words
@@ -69,7 +66,9 @@ class LLMTripleExtractor:
 
     Args:
         lm: a local LM spec for :func:`~neocorrag_core.models.resolve_lm` (``None`` = the
-            bundled default), a LangChain chat model, or a LlamaIndex LLM.
+            bundled default) or a :class:`~neocorrag_core.lm.chat.ChatModel` (a LangChain
+            chat model or LlamaIndex LLM wrapped by its adapter's ``as_chat_model``; an
+            unwrapped one is a :class:`~neocorrag_core.errors.ConfigError` naming that fix).
         batch_size: prompts per ``generate`` call (local LM only).
         max_new_tokens: token budget of the triple step (the entity step gets half);
             output cut by it keeps its complete items.
@@ -77,7 +76,9 @@ class LLMTripleExtractor:
         constrained: constrain the local LM with Outlines (turn off only to measure
             how often unconstrained output fails to parse).
         name: the LLM's name in the store key (default: derived from ``lm``: the preset's
-            model name, a hub id as ``org/name``, a local folder by its last path part).
+            model name, a hub id as ``org/name``, a local folder by its last path part, a
+            chat model's ``name``; the adapters' wrappers name the framework class and
+            model, e.g. ``ChatOpenAI:gpt-4o-mini``).
             Two different local folders with the same last part (``/a/qwen``, ``/b/qwen``)
             share a store key unless you pass distinct names.
         show_progress: a progress bar over batches.
@@ -110,7 +111,7 @@ class LLMTripleExtractor:
         self.constrained = constrained
         self.show_progress = show_progress
         self.stats = ExtractionStats()
-        self._framework = framework_kind(lm)
+        self._chat = chat_model_or_none(owner, lm)
         self._lm_spec = lm
         self._name = name or _lm_name(lm)
         self._backend: LoadOnce[Any] = LoadOnce()
@@ -133,12 +134,12 @@ class LLMTripleExtractor:
 
     @property
     def backend(self) -> Any:
-        """The loaded generation backend (local constrained LM or framework adapter)."""
+        """The loaded generation backend (local constrained LM or chat model)."""
         return self._backend.get(self._make_backend)
 
     def _make_backend(self) -> Any:
-        if self._framework is not None:
-            return _FrameworkBackend(self._lm_spec, self._framework)
+        if self._chat is not None:
+            return _ChatBackend(self._chat)
         from neocorrag_core.models import resolve_lm
 
         lm = resolve_lm(self._lm_spec, show_progress=self.show_progress)
@@ -210,7 +211,7 @@ class LLMTripleExtractor:
 
     def _items(self, output: Any, key: str, passage_id: str) -> list[Any]:
         self.stats.llm_calls += 1
-        if not isinstance(output, str):  # structured output of a framework LLM
+        if not isinstance(output, str):  # the schema's object, from a chat model
             return _items_of_object(output, key)
         items, complete = parse_json_items(output, key)
         if not complete:
@@ -330,12 +331,12 @@ class _LocalBackend:
         self, conversations: list[list[dict[str, str]]], kind: str, budget: int
     ) -> tuple[list[str], list[bool]]:
         """Completions, and per row whether it ended on eos (False: cut by ``budget``)."""
-        done = self._generator.complete(conversations, _SCHEMAS[kind], budget)
+        done = self._generator.generate(conversations, _SCHEMAS[kind], budget)
         return [c.text for c in done], [c.finished for c in done]
 
 
 # ------------------------------------------------------------------------------------------
-# Framework LLMs (LangChain, LlamaIndex), detected by duck typing: no framework import here
+# Chat models (ChatModel.ask): a framework LLM arrives wrapped by its adapter
 # ------------------------------------------------------------------------------------------
 
 
@@ -346,14 +347,11 @@ def _lm_name(lm: Any) -> str:
         return BUNDLED_LMS[lm or "default"].name
     if isinstance(lm, str):
         return _model_path_name(lm)
+    # A LanguageModel's name, or a chat model's own (the adapters' wrappers carry the
+    # framework class and model name, e.g. "ChatOpenAI:gpt-4o-mini").
     name = getattr(lm, "name", None)
     if isinstance(name, str) and name:
         return name
-    for owner in (lm, getattr(lm, "metadata", None)):
-        for attr in ("model_name", "model"):
-            value = getattr(owner, attr, None)
-            if isinstance(value, str) and value:
-                return f"{type(lm).__name__}:{value}"
     if isinstance(lm, (tuple, list)) and lm:
         path = getattr(getattr(lm[0], "config", None), "_name_or_path", "")
         return _model_path_name(str(path)) or "custom"
@@ -402,18 +400,16 @@ def _pydantic_models() -> dict[str, Any]:
     return {"entities": Entities, "triples": Facts}
 
 
-class _FrameworkBackend:
-    """Asks a LangChain or LlamaIndex LLM, with structured output where it offers it
-    (:class:`~neocorrag_core.lm.structured.FrameworkLLM`)."""
+class _ChatBackend:
+    """Asks a :class:`~neocorrag_core.lm.chat.ChatModel` for each step's pydantic schema;
+    one call per chat (``budget`` is the chat model's own business)."""
 
-    def __init__(self, llm: Any, kind: FrameworkKind) -> None:
-        self.llm = llm
-        self.kind = kind
+    def __init__(self, chat: ChatModel) -> None:
+        self.chat_model = chat
         self._models = _pydantic_models()
-        self._framework = FrameworkLLM(llm, kind)
 
     def generate(
         self, conversations: list[list[dict[str, str]]], kind: str, budget: int
     ) -> list[Any]:
-        """One answer per chat: a structured object, or text to parse."""
-        return [self._framework.ask(c, self._models[kind]).value for c in conversations]
+        """One answer per chat: the schema's object, or text to parse."""
+        return [self.chat_model.ask(c, self._models[kind]).value for c in conversations]

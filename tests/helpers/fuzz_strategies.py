@@ -11,6 +11,7 @@ embedder copes with them: it hashes ``\\w+`` words, which never hold a surrogate
 from __future__ import annotations
 
 import math
+import typing
 from dataclasses import fields
 from typing import Any
 
@@ -234,19 +235,18 @@ def _choices(valid: tuple[str, ...]) -> st.SearchStrategy[Any]:
     return st.one_of(st.sampled_from(valid), st.sampled_from(odd))
 
 
-_MINER_CHOICES = {
-    "query_entities": ("ngram", "auto", "spacy"),
-    "search": ("activated", "naive"),
-    "decoding": ("none", "beam", "rank"),
-    "prompt_context": ("passages", "sentences"),
-    "keep": ("recall", "balanced", "precise", "paper"),
-}
-_REFORM_CHOICES = {
-    "selection": ("embedding", "beam", "rank"),
-    "residual_queries": ("entities", "lm", "repeat"),
-    "aggregation": ("max", "sum"),
-    "prompt_context": ("passages", "sentences"),
-}
+def _literal_choices(cls: type) -> dict[str, tuple[str, ...]]:
+    """The fields of ``cls`` typed as a ``Literal`` of strings, and their allowed values."""
+    hints = typing.get_type_hints(cls)
+    return {
+        name: typing.get_args(hint)
+        for name, hint in hints.items()
+        if typing.get_origin(hint) is typing.Literal
+    }
+
+
+_MINER_CHOICES = _literal_choices(MinerConfig)
+_REFORM_CHOICES = _literal_choices(ReformulationConfig)
 
 
 def _weighted(plausible: st.SearchStrategy[Any], odd: st.SearchStrategy[Any]) -> Any:
@@ -280,6 +280,71 @@ def config_kwargs(cls: type, *, max_fields: int = 4) -> st.SearchStrategy[dict[s
 miner_config_kwargs = config_kwargs(MinerConfig)
 reformulation_config_kwargs = config_kwargs(ReformulationConfig)
 
+
+# ---- valid configuration values: each must be accepted
+
+_VALID_FLOATS: dict[type, dict[str, st.SearchStrategy[float]]] = {
+    MinerConfig: {
+        "tau_node": st.floats(-1.0, 1.0),
+        "tau_edge": st.floats(-1.0, 1.0),
+        "tau_boost": st.floats(-1.0, 1.0),
+        "seed_fallback_min_similarity": st.floats(-1.0, 1.0),
+        "alpha": st.floats(0.0, 1.0, exclude_min=True),
+        "beta": st.floats(1.0, 1e6),
+    },
+    ReformulationConfig: {
+        "evidence_margin": st.floats(0.0, 2.0),
+        "original_weight": st.floats(0.0, 1.0),
+        "propagation_weight": st.floats(0.0, 1.0),
+        "score_temperature": st.floats(0.0, 2.0, exclude_min=True),
+    },
+}
+"""The documented range of each float field (the config docstrings); every other field is an
+int (each accepts 1..8), a flag or a choice."""
+
+
+def _valid_field(cls: type, name: str, choices: dict[str, tuple[str, ...]]) -> Any:
+    """Values the field's documented type and range allow (``None`` where it is optional)."""
+    field = next(f for f in fields(cls) if f.name == name)
+    optional = "None" in str(field.type)
+    if name in choices:
+        values: st.SearchStrategy[Any] = st.sampled_from(choices[name])
+    elif "bool" in str(field.type):
+        values = st.booleans()
+    elif "float" in str(field.type):
+        values = _VALID_FLOATS[cls][name]  # a KeyError: a new float field needs its range
+    else:
+        assert "int" in str(field.type), f"{cls.__name__}.{name}: {field.type}"
+        values = st.integers(1, 8)
+    return st.one_of(st.none(), values) if optional else values
+
+
+def valid_config_kwargs(
+    cls: type, *, max_fields: int = 4, base: dict[str, Any] | None = None
+) -> st.SearchStrategy[dict[str, Any]]:
+    """A few fields of ``cls`` set to values it must accept: valid by construction, so a
+    ``ConfigError`` for one of them is a defect. ``base``: fields set besides them (the
+    cross-field rule ``tau_boost >= tau_edge`` must hold over ``base`` and the draw)."""
+    choices = _MINER_CHOICES if cls is MinerConfig else _REFORM_CHOICES
+    per_field = {f.name: _valid_field(cls, f.name, choices) for f in fields(cls)}
+    names = st.lists(st.sampled_from(sorted(per_field)), max_size=max_fields, unique=True)
+    drawn = names.flatmap(lambda chosen: st.fixed_dictionaries({n: per_field[n] for n in chosen}))
+    if cls is not MinerConfig:
+        return drawn
+    default = MinerConfig()
+
+    def ordered(kwargs: dict[str, Any]) -> bool:
+        merged = {**(base or {}), **kwargs}
+        return merged.get("tau_boost", default.tau_boost) >= merged.get(
+            "tau_edge", default.tau_edge
+        )
+
+    return drawn.filter(ordered)
+
+
+valid_miner_config_kwargs = valid_config_kwargs(MinerConfig)
+valid_reformulation_config_kwargs = valid_config_kwargs(ReformulationConfig)
+
 __all__ = [
     "ATOMS",
     "SPECIAL_TOKENS",
@@ -298,4 +363,7 @@ __all__ = [
     "title_value",
     "triple_item",
     "triples_value",
+    "valid_config_kwargs",
+    "valid_miner_config_kwargs",
+    "valid_reformulation_config_kwargs",
 ]

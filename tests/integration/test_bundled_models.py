@@ -16,7 +16,7 @@ def test_real_bundled_models() -> None:
     emb = resolve_embedder()
     vectors = emb.embed(["Mountrail County", "Stanley, North Dakota"])
     assert vectors.shape == (2, 384) and emb.dim == 384
-    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)  # float16
 
     lm = resolve_lm(show_progress=False)
     # The float format follows this CPU (bf16 only where it is native or measured faster;

@@ -22,11 +22,11 @@ OPENIE = SHARED_DATA / "musique" / "hipporag_musique_train_openie_gpt35.json"
 def test_cli_eval_on_real_models(tmp_path, capsys):
     out = tmp_path / "run"
     args = ["eval", "--data", str(MUSIQUE), "--triples", str(OPENIE), "--limit", "1"]
-    args += ["--methods", "none", "neocorrag-none", "--out", str(out), "--max-new-tokens", "8"]
+    args += ["--methods", "none", "neocorrag-recall", "--out", str(out), "--max-new-tokens", "8"]
     assert main(args) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["questions_compared"] == 1
-    none, mined = results["methods"]["none"], results["methods"]["neocorrag-none"]
+    none, mined = results["methods"]["none"], results["methods"]["neocorrag-recall"]
     assert none["atd"] == 5 and mined["atd"] <= 5
     assert none["reader_tokens"] > 100
     assert "neocorrag eval report" in capsys.readouterr().out

@@ -1,5 +1,7 @@
 """``TripleExtractorTransform`` in ``IngestionPipeline.run(num_workers=2)``: spawned worker
-processes receive pickled copies, load spaCy themselves and write one SQLite store.
+processes receive pickled copies, load spaCy and the embedder themselves and write one
+SQLite store (triples and vectors; the embedder is a tiny sentence-transformers folder, so
+the test needs no weight package).
 
 Separate from ``tests/unit/test_ingest_transforms.py`` because each spawned worker imports
 LlamaIndex, neocorrag and spaCy from scratch (the installed package, as users run it).
@@ -17,7 +19,9 @@ from llama_index.core import Document
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.node_parser import SentenceSplitter
+from tiny_models import save_tiny_embedder
 
+from neocorrag_core.models import resolve_embedder
 from neocorrag_core.triples import TripleStore, spacy_available
 from neocorrag_integrations.llama_index import TripleExtractorTransform
 
@@ -36,7 +40,10 @@ def test_two_worker_processes_annotate_and_share_one_store(tmp_path: Path) -> No
         Document(text="Paris is the capital of France.", id_="paris"),
         Document(text=same, id_="last"),
     ]
-    transform = TripleExtractorTransform(extractor="spacy", store=store, batch_size=2)
+    embedder = str(save_tiny_embedder(tmp_path / "tiny_embedder"))
+    transform = TripleExtractorTransform(
+        extractor="spacy", store=store, batch_size=2, embedder=embedder
+    )
     pipeline = IngestionPipeline(
         transformations=[
             # A whitespace tokenizer: the default (tiktoken) is pickled by name and a spawned
@@ -61,3 +68,7 @@ def test_two_worker_processes_annotate_and_share_one_store(tmp_path: Path) -> No
     hashes = written.document_hashes(["first", "last", "curie", "paris"])
     assert hashes["first"] == hashes["last"]
     assert len({h for found in hashes.values() for h in found}) == 3
+    # The workers stored the vectors of the texts beside the triples, under the embedder's
+    # identity (the repeated text's once).
+    vectors = written.vector_summary()[resolve_embedder(embedder).identity]["vectors"]
+    assert vectors >= 3

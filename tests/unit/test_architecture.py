@@ -2,8 +2,16 @@
 
 * ``neocorrag_core`` imports neither LangChain nor LlamaIndex, anywhere in its tree, not
   even lazily inside a function;
+* neither package imports the development lab (``neocorrag_lab``, ``benchmarks/``), and
+  ``neocorrag_core.belief`` does not import the benchmark harness (``neocorrag_core.eval``);
 * the engine's stages a/b/c (``search``, ``decoding``, ``refine``) talk through plain data
   only: none imports another;
+* ``neocorrag_core`` never duck-types a framework object either: no module reaches for a
+  LangChain or LlamaIndex model's members (``invoke``, ``with_structured_output``,
+  ``as_structured_llm``, ``embed_documents``, ``get_text_embedding_batch``,
+  ``usage_metadata``, ``additional_kwargs``..., by attribute or by ``getattr`` /
+  ``hasattr`` name) nor calls ``.complete(...)`` / ``.chat(...)``; the core asks a
+  ``ChatModel`` (``ask``) and an encode function, and the adapters translate;
 * no import cycle between the package's modules (function-level imports count too; only
   imports under ``if TYPE_CHECKING:`` are left out, since they never run);
 * every module the README's "How it works" table names exists.
@@ -25,6 +33,8 @@ import neocorrag_integrations
 ROOT = Path(__file__).resolve().parents[2]
 FRAMEWORKS = ("langchain", "langchain_core", "langchain_classic", "langchain_community",
               "llama_index")  # fmt: skip
+LAB = "neocorrag_lab"
+"""The development lab's package (``benchmarks/neocorrag_lab``): never imported by the product."""
 STAGES = (
     "neocorrag_core.chains.path_search",
     "neocorrag_core.chains.decoding",
@@ -142,6 +152,117 @@ def test_core_never_imports_the_integrations():
     assert offenders == []
 
 
+FRAMEWORK_MEMBERS = frozenset(
+    {
+        # LangChain chat models and runnables
+        "invoke", "ainvoke", "with_structured_output", "bind_tools", "usage_metadata",
+        "additional_kwargs", "response_metadata", "page_content",
+        # LangChain embeddings
+        "embed_documents", "aembed_documents", "embed_query", "aembed_query",
+        # LlamaIndex LLMs and embeddings
+        "as_structured_llm", "acomplete", "achat", "stream_complete", "stream_chat",
+        "is_function_calling_model", "get_text_embedding", "get_text_embedding_batch",
+        "aget_text_embedding_batch", "get_query_embedding", "aget_query_embedding",
+        "get_content",
+    }
+)  # fmt: skip
+"""Members only a LangChain or LlamaIndex object has: no access to them in the core, by
+attribute or by a ``getattr`` / ``hasattr`` / ``setattr`` name."""
+FRAMEWORK_CALLS = frozenset({"complete", "chat"})
+"""Framework methods whose names are also plain words (a report's ``complete`` flag): no
+call ``x.complete(...)`` / ``x.chat(...)`` in the core, nor a ``getattr`` of the name. Our
+own protocol's method is ``ask`` and the local generator's ``generate``."""
+_NAME_LOOKUPS = ("getattr", "hasattr", "setattr", "delattr")
+
+
+def framework_member_uses(source: str) -> list[tuple[int, str]]:
+    """``(line, what)`` for every place ``source`` duck-types a framework object: an
+    attribute in :data:`FRAMEWORK_MEMBERS`, a call of a method in :data:`FRAMEWORK_CALLS`,
+    or either name looked up by string."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in FRAMEWORK_MEMBERS:
+            found.append((node.lineno, f".{node.attr}"))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in FRAMEWORK_CALLS:
+                found.append((node.lineno, f".{func.attr}(...)"))
+            elif (
+                isinstance(func, ast.Name)
+                and func.id in _NAME_LOOKUPS
+                and len(node.args) > 1
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in FRAMEWORK_MEMBERS | FRAMEWORK_CALLS
+            ):
+                found.append((node.lineno, f"{func.id}(..., {node.args[1].value!r})"))
+    return sorted(found)
+
+
+def test_core_never_duck_types_a_framework_object():
+    offenders = [
+        f"{name}:{line} uses {what}"
+        for name, path in modules().items()
+        if name.startswith("neocorrag_core")
+        for line, what in framework_member_uses(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == [], (
+        "the core takes a ChatModel (ask) and an encode function; translate framework "
+        "objects in neocorrag_integrations (_langchain_models, _llama_index_models)"
+    )
+
+
+def test_the_duck_typing_check_finds_framework_members():
+    source = """
+def ask(llm, emb, report, chat_model):
+    llm.invoke(messages)
+    structured = llm.with_structured_output(schema)
+    if hasattr(llm, "as_structured_llm"):
+        pass
+    encode = getattr(emb, "embed_documents", None)
+    usage = answer.usage_metadata
+    text = llm.complete(prompt).text
+    done = report.complete  # a flag, not a call: allowed
+    return chat_model.ask(messages, None), getattr(llm, "complete", None)
+"""
+    assert [what for _, what in framework_member_uses(source)] == [
+        ".invoke",
+        ".with_structured_output",
+        "hasattr(..., 'as_structured_llm')",
+        "getattr(..., 'embed_documents')",
+        ".usage_metadata",
+        ".complete(...)",
+        "getattr(..., 'complete')",
+    ]
+
+
+def test_the_product_never_imports_the_lab():
+    offenders = [
+        f"{name} imports {imported}"
+        for name, path in modules().items()
+        for imported in imported_names(name, path)
+        if imported.split(".")[0] == LAB
+    ]
+    assert offenders == []
+
+
+def test_the_lab_check_finds_a_lab_import(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from neocorrag_lab.fitting import fit_and_select\n")
+    assert imported_names("neocorrag_core.m", module) >= {"neocorrag_lab.fitting"}
+
+
+def test_belief_never_imports_the_benchmark_harness():
+    graph = internal_graph()
+    offenders = [
+        f"{name} imports {target}"
+        for name, targets in graph.items()
+        if name.startswith("neocorrag_core.belief")
+        for target in targets
+        if target == "neocorrag_core.eval" or target.startswith("neocorrag_core.eval.")
+    ]
+    assert offenders == []
+
+
 def test_stages_a_b_c_do_not_import_each_other():
     graph = internal_graph()
     offenders = [
@@ -215,9 +336,10 @@ def test_importing_core_pulls_in_no_framework(module):
     import subprocess
     import sys
 
+    forbidden = (*FRAMEWORKS, LAB)
     code = (
         f"import sys, {module}; "
-        f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORKS!r}); "
+        f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {forbidden!r}); "
         "print(bad); sys.exit(1 if bad else 0)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")

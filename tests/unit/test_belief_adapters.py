@@ -50,7 +50,7 @@ from neocorrag_core.belief import (
     preset_settings,
 )
 from neocorrag_core.belief.chains import CHAIN_PASSAGE_TITLE
-from neocorrag_integrations.langchain import BeliefRAG
+from neocorrag_integrations.langchain import BeliefRAG, as_chat_model
 from neocorrag_integrations.llama_index import BeliefQueryEngine
 
 QUESTION = "What is the capital of the county that contains Van Hook Township?"
@@ -765,7 +765,7 @@ def test_the_verifier_mode_follows_what_the_fitted_models_know():
     assert refit.config.verify == "auto"
     told = BeliefRAG(LCScripted(), chat, embedder=HashedBagOfWords(), config={"verify": "auto"})
     assert told.config.verify == "auto"
-    assert BeliefController.from_models(chat).config.verify == "always"
+    assert BeliefController.from_models(as_chat_model(chat)).config.verify == "always"
     assert BeliefController.from_models().config.verify == "auto"
     with pytest.raises(ConfigError, match="verify"):
         BeliefRAG(LCScripted(), None, config={"verify": "sometimes"})

@@ -26,6 +26,7 @@ from neocorrag_core.belief.chains import CHAIN_PASSAGE_ID, CHAIN_PASSAGE_TITLE
 from neocorrag_core.belief.verifier import numbered_documents
 from neocorrag_core.lm.structured import estimate_tokens
 from neocorrag_core.rendering import CHAIN_BLOCK_HEADER
+from neocorrag_integrations.langchain import as_chat_model
 
 PASSAGES = [Passage(id=i, title=t, text=x, metadata={"triples": tr}) for i, t, x, tr in CORPUS]
 GOOD = {"support": "high", "conflict": "no", "confident": "yes", "missing": "no", "drop": []}
@@ -144,10 +145,11 @@ def test_an_lm_verifier_counts_the_chain_text_in_its_prompt():
         _, usage = verifier.verify(QUERY, PASSAGES, "Stanley")
         return usage.prompt_tokens
 
-    plain = prompt_tokens(
-        LMVerifier(FakeListChatModel(responses=[json.dumps(GOOD)]), budget=budget)
-    )
-    inner = LMVerifier(FakeListChatModel(responses=[json.dumps(GOOD)]), budget=budget)
+    def chat():
+        return as_chat_model(FakeListChatModel(responses=[json.dumps(GOOD)]))
+
+    plain = prompt_tokens(LMVerifier(chat(), budget=budget))
+    inner = LMVerifier(chat(), budget=budget)
     chained = ChainEvidenceVerifier(inner, miner())
     text = chained.chain_passage(QUERY, PASSAGES)[0].text
     assert prompt_tokens(chained) >= plain + estimate_tokens(text)

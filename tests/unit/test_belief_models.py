@@ -1,5 +1,6 @@
 """The controller's model-backed components: verifier, answer generator, query writer,
-relevance, on a tiny random LM and on fake framework LLMs; one full episode each way."""
+relevance, on a tiny random LM and on fake framework LLMs (through the adapters'
+``as_chat_model``: the core takes a ChatModel); one full episode each way."""
 
 from __future__ import annotations
 
@@ -58,6 +59,8 @@ from neocorrag_core.lm.generation import chat_ids, greedy_generate_scored
 from neocorrag_core.lm.structured import Completion, LocalJSONGenerator, parse_json_object
 from neocorrag_core.models import LanguageModel, resolve_lm
 from neocorrag_core.types import Triple
+from neocorrag_integrations.langchain import as_chat_model
+from neocorrag_integrations.llama_index import as_chat_model as llama_chat_model
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 needs_outlines = pytest.mark.skipif(
@@ -251,7 +254,7 @@ def test_an_episode_survives_any_verifier_reply(text, caplog) -> None:
             return super().invoke(messages)
 
     llm = OddVerifierChat()
-    parts = default_components(llm, HashedBagOfWords())
+    parts = default_components(as_chat_model(llm), HashedBagOfWords())
     controller = BeliefController(**parts.as_kwargs(), config=BeliefConfig(verify="always"))
     with caplog.at_level(logging.WARNING):
         result = controller.run(QUESTION, scripted_search)
@@ -308,7 +311,7 @@ def test_constrained_output_fits_the_schema_whole_or_closed_after_a_cut() -> Non
     chats = [verifier_messages(QUESTION, [HOP1, HOP2], d, lambda t, k: t) for d in ("", "x")]
     for seed in (0, 1):
         generator = LocalJSONGenerator(tiny_lm(seed))
-        for done in generator.complete(chats, schema, 120):
+        for done in generator.generate(chats, schema, 120):
             assert done.text.startswith("{")
             assert 0 < done.generated_tokens <= 120
             # A random model rarely closes its missing_fact string; the judgments before
@@ -340,7 +343,7 @@ def test_untrusted_text_never_becomes_a_control_token(monkeypatch) -> None:
     }
     sent: dict[str, list[list[int]]] = {"verify": [], "answer": [], "write": []}
 
-    def complete_ids(self, rows, schema, budget):
+    def generate_ids(self, rows, schema, budget):
         sent["verify"].append(list(rows[0]))
         return [Completion(json.dumps(GOOD), True, len(rows[0]), 9)]
 
@@ -352,7 +355,7 @@ def test_untrusted_text_never_becomes_a_control_token(monkeypatch) -> None:
         sent["write"].append(list(ids))
         return tok("SUFFICIENT", add_special_tokens=False)["input_ids"]
 
-    monkeypatch.setattr(LocalJSONGenerator, "complete_ids", complete_ids)
+    monkeypatch.setattr(LocalJSONGenerator, "generate_ids", generate_ids)
     monkeypatch.setattr(answer_module, "greedy_generate_scored", answer_generation)
     monkeypatch.setattr(writer_module, "greedy_generate", write_generation)
     verifier, generator = LMVerifier(lm, budget=SMALL), LMAnswerGenerator(lm, budget=SMALL)
@@ -383,7 +386,7 @@ def test_drop_numbers_map_only_to_the_passages_that_fit_the_prompt(monkeypatch, 
         text = json.dumps({**GOOD, "drop": [1, 2, 3]})
         return [Completion(text, True, len(rows[0]), 30)]
 
-    monkeypatch.setattr(LocalJSONGenerator, "complete_ids", scripted)
+    monkeypatch.setattr(LocalJSONGenerator, "generate_ids", scripted)
     lm = tiny_lm()
     one = len(chat_ids(lm.tokenizer, verifier_messages(QUESTION, [HOP1], "", lambda t, k: t)))
     verifier = LMVerifier(lm, budget=PromptBudget(max_prompt_tokens=one + 96))
@@ -403,7 +406,7 @@ def test_drop_numbers_map_only_to_the_passages_that_fit_the_prompt(monkeypatch, 
 
 def test_framework_verifier_reads_valid_json_from_text() -> None:
     llm = FakeListChatModel(responses=["Here you go:\n```json\n" + json.dumps(GOOD) + "\n```"])
-    reply, usage = LMVerifier(llm).verify(QUESTION, [HOP1, HOP2, NOISE], "Stanley")
+    reply, usage = LMVerifier(as_chat_model(llm)).verify(QUESTION, [HOP1, HOP2, NOISE], "Stanley")
     assert reply.drop_ids == ("hop2",) and reply.support == 0.9
     assert usage.prompt_tokens > 0 and usage.generated_tokens > 0
 
@@ -418,7 +421,7 @@ def test_framework_verifier_reads_valid_json_from_text() -> None:
     ],
 )
 def test_framework_verifier_garbage_gives_a_neutral_reply_and_a_warning(text, caplog) -> None:
-    verifier = LMVerifier(FakeListChatModel(responses=[text]))
+    verifier = LMVerifier(as_chat_model(FakeListChatModel(responses=[text])))
     with caplog.at_level(logging.WARNING):
         reply, _ = verifier.verify(QUESTION, [HOP1], "Stanley")
     assert reply == NEUTRAL_REPLY
@@ -428,7 +431,7 @@ def test_framework_verifier_garbage_gives_a_neutral_reply_and_a_warning(text, ca
 def test_framework_verifier_discards_drop_numbers_out_of_range(caplog) -> None:
     llm = FakeListChatModel(responses=[json.dumps({**GOOD, "drop": [-1, 2, 7]})])
     with caplog.at_level(logging.WARNING):
-        reply, _ = LMVerifier(llm).verify(QUESTION, [HOP1, HOP2], "")
+        reply, _ = LMVerifier(as_chat_model(llm)).verify(QUESTION, [HOP1, HOP2], "")
     assert reply.drop_ids == ("hop2",) and reply.support == 0.9
     assert "not a document number 1..2" in caplog.text
 
@@ -460,10 +463,10 @@ class StructuredChat:
 
 def test_framework_structured_output_is_used_and_a_failure_falls_back_to_text() -> None:
     llm = StructuredChat()
-    reply, _ = LMVerifier(llm).verify(QUESTION, [HOP1, HOP2], "")
+    reply, _ = LMVerifier(as_chat_model(llm)).verify(QUESTION, [HOP1, HOP2], "")
     assert reply.drop_ids == ("hop1",) and (llm.structured_calls, llm.text_calls) == (1, 0)
     failing = StructuredChat(fail=True)
-    reply, _ = LMVerifier(failing).verify(QUESTION, [HOP1, HOP2], "")
+    reply, _ = LMVerifier(as_chat_model(failing)).verify(QUESTION, [HOP1, HOP2], "")
     assert reply.drop_ids == () and (failing.structured_calls, failing.text_calls) == (1, 1)
 
 
@@ -475,7 +478,7 @@ def test_llamaindex_text_answer_is_parsed() -> None:
             assert "[1] Van Hook Township:" in prompt and "hop1" not in prompt
             return SimpleNamespace(text=json.dumps(GOOD))
 
-    reply, _ = LMVerifier(LlamaLike()).verify(QUESTION, [HOP1, HOP2], "")
+    reply, _ = LMVerifier(llama_chat_model(LlamaLike())).verify(QUESTION, [HOP1, HOP2], "")
     assert reply.drop_ids == ("hop2",)
 
 
@@ -508,7 +511,7 @@ def test_local_answer_confidence_is_the_mean_probability_of_its_tokens() -> None
 
 def test_framework_answer_is_text_only() -> None:
     llm = FakeListChatModel(responses=["Answer: Stanley.\nBecause the county seat is Stanley."])
-    draft, usage = LMAnswerGenerator(llm).answer(QUESTION, [HOP1, HOP2])
+    draft, usage = LMAnswerGenerator(as_chat_model(llm)).answer(QUESTION, [HOP1, HOP2])
     assert draft == DraftAnswer("Stanley", None) and usage.total > 0
 
 
@@ -532,7 +535,7 @@ def test_answers_are_cleaned(raw, clean) -> None:
 
 
 def writer_with(*replies: str) -> LMQueryWriter:
-    return LMQueryWriter(FakeListChatModel(responses=list(replies)))
+    return LMQueryWriter(as_chat_model(FakeListChatModel(responses=list(replies))))
 
 
 def test_sufficient_means_no_query() -> None:
@@ -554,7 +557,7 @@ def test_the_missing_fact_is_in_the_prompt_and_ids_are_not() -> None:
             seen.append(messages[-1][1])
             return super().invoke(messages, *args, **kwargs)
 
-    writer = LMQueryWriter(Recorder(responses=["SUFFICIENT"]))
+    writer = LMQueryWriter(as_chat_model(Recorder(responses=["SUFFICIENT"])))
     writer.next_query(QUESTION, [HOP1], "the county seat", [QUESTION])
     assert "Still missing: the county seat\nQueries:" in seen[0]
     assert "hop1" not in seen[0]
@@ -747,7 +750,7 @@ def test_a_full_episode_on_a_framework_llm_never_loads_a_local_lm() -> None:
     from conftest import HashedBagOfWords
 
     llm = RoleChat()
-    parts = default_components(llm, HashedBagOfWords())
+    parts = default_components(as_chat_model(llm), HashedBagOfWords())
     # verify="always": with the shipped models the default would skip the verifier here.
     controller = BeliefController(**parts.as_kwargs(), config=BeliefConfig(verify="always"))
     result = controller.run(QUESTION, scripted_search)

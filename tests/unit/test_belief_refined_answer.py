@@ -205,16 +205,16 @@ def test_async_episodes_refine_as_sync_ones_do():
 
 
 def test_the_eval_refines_with_the_runs_triples_or_else_the_default_source():
-    from neocorrag_core.eval.belief_methods import _answer_miner
+    from neocorrag_core.eval.belief_methods import answer_miner
     from neocorrag_core.eval.protocol import BuildContext
     from neocorrag_core.triples import DefaultTripleSource, OpenIETripleSource
 
     paris = [("Paris", "capital of", "France")]
     source = OpenIETripleSource({"Paris is the capital of France.": paris})
     with_file = EvidenceChainMiner(triple_source=source)
-    assert _answer_miner(BuildContext(miner=with_file)) is with_file
+    assert answer_miner(BuildContext(miner=with_file)) is with_file
     metadata_only = EvidenceChainMiner(MinerConfig(top_n=1))
-    own = _answer_miner(BuildContext(miner=metadata_only))
+    own = answer_miner(BuildContext(miner=metadata_only))
     assert isinstance(own.triple_source, DefaultTripleSource)
     assert own.models is metadata_only.models and own.config == metadata_only.config
 
@@ -251,13 +251,14 @@ def test_bad_construction_is_a_config_error():
 
 
 def test_the_benchmark_method_is_rerun_when_the_miner_or_the_refinement_changes():
-    from neocorrag_core.belief.refined_answer import REFINED_ANSWER_VERSION
+    from neocorrag_core.eval.belief_methods import REFINED_ANSWER_VERSION, controller_version
 
-    version = method_version("belief-refined")
+    # The lab's belief-refined / -refined-first / -unrefined are these overrides.
+    version = controller_version({"refine_answer": "all"})
     assert version.startswith(method_version("belief"))
     assert MINER_OUTPUT_VERSION in version and REFINED_ANSWER_VERSION in version
     assert MINER_OUTPUT_VERSION not in method_version("belief")
-    assert REFINED_ANSWER_VERSION in method_version("belief-refined-first")
-    assert REFINED_ANSWER_VERSION not in method_version("belief-unrefined", "qwen-1.5b")
+    assert REFINED_ANSWER_VERSION in controller_version({"refine_answer": "first-search"})
+    assert REFINED_ANSWER_VERSION not in controller_version({"refine_answer": "none"}, "qwen-1.5b")
     # --belief reaches the controller methods' version too.
     assert REFINED_ANSWER_VERSION in method_version("belief", "default", {"refine_answer": "all"})

@@ -197,7 +197,8 @@ def test_index_into_a_damaged_store_fails_in_one_line_and_leaves_it(
     store = tmp_path / "store.sqlite"
     store.write_bytes(b"not a database at all\n" * 100)
     before = hashlib.sha256(store.read_bytes()).hexdigest()
-    assert cli.main(["index", str(corpus_file(tmp_path)), "--store", str(store), "-q"]) == 2
+    args = ["index", str(corpus_file(tmp_path)), "--store", str(store), "-q", "--no-vectors"]
+    assert cli.main(args) == 2
     err = one_line_error(capsys, "index")
     assert str(store) in err and "delete it" in err
     assert hashlib.sha256(store.read_bytes()).hexdigest() == before
@@ -211,7 +212,7 @@ def test_index_into_a_read_only_store(
     fake_extractor: type[CountingExtractor],
 ) -> None:
     corpus, store = corpus_file(tmp_path), tmp_path / "store.sqlite"
-    args = ["index", str(corpus), "--store", str(store), "-q", "--limit", "3"]
+    args = ["index", str(corpus), "--store", str(store), "-q", "--no-vectors", "--limit", "3"]
     assert cli.main(args) == 0
     capsys.readouterr()
     if IS_ROOT:  # chmod does not stop root: take the read_only=True path instead
@@ -261,7 +262,7 @@ def test_a_second_indexer_waits_then_extracts_nothing_twice(
         fake_extractor, "on_extract", staticmethod(first_batch_waits_for_the_second_run)
     )
     codes: list[int] = []
-    args = ["index", str(corpus), "--store", str(store), "-q", "--batch-size", "2"]
+    args = ["index", str(corpus), "--store", str(store), "-q", "--no-vectors", "--batch-size", "2"]
     # Started together: whichever takes the lock first extracts (and waits in its first
     # batch until the other is blocked on the lock); the other then finds all stored.
     runs = [threading.Thread(target=lambda: codes.append(cli.main(args))) for _ in range(2)]

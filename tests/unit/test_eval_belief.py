@@ -1,5 +1,6 @@
-"""The evidence-state controller's benchmark methods on tiny models: every method answers by
-itself, ends with a typed action, honours the caps, and is compared with ``iterative``."""
+"""The evidence-state controller in ``neocorrag eval`` on tiny models: ``belief`` answers by
+itself, ends with a typed action, honours the caps, and its records carry a version. Its
+baselines and ablations are the lab's (``tests/lab/test_lab_belief.py``)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,17 @@ import json
 from pathlib import Path
 
 import pytest
-from test_eval_runner import run, settings_for
+from eval_fixtures import run, settings_for
 
 from neocorrag_core.belief import BeliefConfig
-from neocorrag_core.belief.refined_answer import REFINED_ANSWER_VERSION
-from neocorrag_core.belief.writer import ENTITY_QUERY_VERSION
 from neocorrag_core.eval import belief_methods
-from neocorrag_core.eval.belief_methods import BELIEF_METHODS, first_round_search, method_version
+from neocorrag_core.eval.belief_methods import (
+    BELIEF_METHODS,
+    ENTITY_QUERY_VERSION,
+    REFINED_ANSWER_VERSION,
+    first_round_search,
+    method_version,
+)
 from neocorrag_core.eval.datasets import QAExample
 from neocorrag_core.eval.protocol import MethodInput, MethodOutput
 from neocorrag_core.eval.reader import ReaderOutput
@@ -28,29 +33,23 @@ METHODS = BELIEF_METHODS
 CAPS = {"max_rounds": 2, "max_evidence": 6, "max_tokens": 6000}
 
 
-def test_every_method_answers_itself_within_the_caps(tmp_path, tiny_lm):
-    # One question keeps the seven methods' tiny-model episodes cheap; the branches are
-    # covered by the controller's own tests.
-    settings = settings_for(tmp_path, methods=METHODS, belief_overrides=CAPS, plots=False, limit=1)
+def test_belief_answers_itself_within_the_caps(tmp_path, tiny_lm):
+    # One question keeps the tiny-model episode cheap; the branches are covered by the
+    # controller's own tests.
+    settings = settings_for(tmp_path, METHODS, belief_overrides=CAPS, plots=False, limit=1)
     results = run(settings, tiny_lm)
     assert results["questions_compared"] == 1
     config = BeliefConfig().with_overrides(**CAPS)
-    for name in METHODS:
-        for record in results["per_question"][name]:
-            assert record["reader_prompt_tokens"] == 0, name  # the runner's reader never ran
-            assert record["info"]["final_action"] in {"answer", "stop", "abstain"}, name
-            assert record["retrieval_rounds"] <= config.max_rounds, name
-            assert len(record["context_ids"]) <= config.max_evidence, name
-            assert record["total_tokens"] == (
-                record["method_prompt_tokens"] + record["method_generated_tokens"]
-            )
-            if record["abstained"]:
-                assert record["f1"] == 0.0 and record["prediction"] == ""
-    closed = results["per_question"]["closed-book"]
-    assert all(r["context_ids"] == [] and r["retrieval_rounds"] == 0 for r in closed)
-    single = results["per_question"]["single-shot"]
-    assert all(r["context_ids"] == r["retrieved_ids"] for r in single)
     for record in results["per_question"]["belief"]:
+        assert record["reader_prompt_tokens"] == 0  # the runner's reader never ran
+        assert record["info"]["final_action"] in {"answer", "stop", "abstain"}
+        assert record["retrieval_rounds"] <= config.max_rounds
+        assert len(record["context_ids"]) <= config.max_evidence
+        assert record["total_tokens"] == (
+            record["method_prompt_tokens"] + record["method_generated_tokens"]
+        )
+        if record["abstained"]:
+            assert record["f1"] == 0.0 and record["prediction"] == ""
         steps = record["info"]["trajectory"]
         assert steps and steps[-1]["action"] == record["info"]["final_action"]
         assert all(step["reason"] for step in steps)
@@ -58,12 +57,12 @@ def test_every_method_answers_itself_within_the_caps(tmp_path, tiny_lm):
         assert set(steps[0]["retrieved_ids"]) == set(record["retrieved_ids"])
         dropped = {i for m in record["info"]["mutations"] if m["kind"] == "drop" for i in m["ids"]}
         assert not dropped & set(record["context_ids"])
-    assert set(results["comparisons_iterative"]) == set(METHODS) - {"iterative"}
+    assert results["comparisons_iterative"] == {}  # `iterative` (the lab's) was not run
     assert results["comparisons"] == {}  # `none` was not run
     agg = results["methods"]["belief"]
     assert 0.0 <= agg["abstention"] <= 1.0 and agg["total_tokens"] > 0
     report = (Path(settings.out) / "report.md").read_text()
-    assert "Methods that answer by themselves" in report and "against `iterative`" in report
+    assert "Methods that answer by themselves" in report
     saved = json.loads((Path(settings.out) / "results.json").read_text())
     assert saved["settings"]["belief_overrides"] == CAPS
 
@@ -106,15 +105,16 @@ def test_a_bad_belief_override_is_a_one_line_usage_error(tmp_path):
 
 
 def test_a_record_of_another_method_version_is_run_again(tmp_path, tiny_lm, monkeypatch):
-    settings = settings_for(tmp_path, methods=("closed-book",), plots=False, limit=1)
+    caps = {"max_rounds": 1, "max_tokens": 3000}
+    settings = settings_for(tmp_path, ("belief",), belief_overrides=caps, plots=False, limit=1)
     done: list[str] = []
     run(settings, tiny_lm, on_record=lambda r: done.append(r["method_version"]))
-    assert done == [method_version("closed-book")]
+    assert done == [method_version("belief")]
     run(settings, tiny_lm, on_record=lambda r: done.append(r["method_version"]))
     assert len(done) == 1  # same prompts: the cached record stands
     monkeypatch.setattr(belief_methods, "ANSWER_PROMPT_VERSION", "answer-test")
     run(settings, tiny_lm, on_record=lambda r: done.append(r["method_version"]))
-    assert done[1:] == ["answer-test"]  # a changed prompt reruns the record
+    assert len(done) == 2 and done[1].startswith("answer-test ")  # a changed prompt reruns it
 
 
 def test_the_controller_version_names_its_calibrator(monkeypatch):
@@ -122,15 +122,32 @@ def test_the_controller_version_names_its_calibrator(monkeypatch):
         version = "fit-test"
 
     before = method_version("belief")
-    assert "calibrator" in before and "calibrator" not in method_version("iterative")
+    assert "calibrator" in before
     monkeypatch.setattr(belief_methods.AnswerabilityCalibrator, "load", lambda **_: Fitted())
     assert "calibrator fit-test" in method_version("belief")
     assert method_version("belief").endswith("after-search fit-test verify-auto-1")
     assert method_version("belief") != before
     # The paper's loop measures as the records before the verifier gate did: same version.
-    assert method_version("belief-always-verify").endswith("after-search fit-test")
-    # Every belief method declares its version; the refiners declare none.
+    always = belief_methods.controller_version({"verify": "always"})
+    assert always.endswith("after-search fit-test")
+    # The controller declares its version; the refiner `none` declares none.
     assert set(method_versions(("none", *BELIEF_METHODS))) == set(BELIEF_METHODS)
+
+
+def test_the_controller_version_names_its_prompts_and_the_eval_only_rules():
+    from neocorrag_core.belief.answer import ANSWER_PROMPT_VERSION
+    from neocorrag_core.belief.verifier import VERIFIER_PROMPT_VERSION
+    from neocorrag_core.belief.writer import REWRITE_PROMPT_VERSION
+
+    version = method_version("belief")
+    prompts = f"{ANSWER_PROMPT_VERSION} {VERIFIER_PROMPT_VERSION} {REWRITE_PROMPT_VERSION} "
+    assert version.startswith(prompts)
+    # A controller whose verifier reads the chain block, or whose generator reads the
+    # refined evidence, names the miner's output version (and the refinement rules).
+    chains = belief_methods.controller_version({}, reads_chains=True)
+    assert chains == f"{version} {MINER_OUTPUT_VERSION}"
+    refined = belief_methods.controller_version({"refine_answer": "all"})
+    assert refined == f"{version} {MINER_OUTPUT_VERSION} {REFINED_ANSWER_VERSION}"
 
 
 def test_the_controller_version_follows_the_generators_own_fitted_models(monkeypatch):
@@ -157,7 +174,7 @@ def test_the_controller_version_follows_the_generators_own_fitted_models(monkeyp
         "preset max_corrections=0 min_searches=2 refine_answer=first-search "
         f"{ENTITY_QUERY_VERSION} {MINER_OUTPUT_VERSION} {REFINED_ANSWER_VERSION}"
     )
-    assert "preset" not in default and "preset" not in method_version("iterative", "qwen-1.5b")
+    assert "preset" not in default
     assert ENTITY_QUERY_VERSION not in default
     # Scheduled searches asked for with --belief name the query rules too (records of
     # older rules rerun), and --belief min_searches=1 on the preset drops them.
@@ -170,8 +187,6 @@ def test_the_controller_version_follows_the_generators_own_fitted_models(monkeyp
     assert ENTITY_QUERY_VERSION not in unscheduled
     assert method_version("belief", "another-lm") == default  # falls back to the default pair
     assert belief_methods.fitted_models("qwen-1.5b") is own
-    # Methods with no fitted model do not depend on the reader's files.
-    assert method_version("iterative", "qwen-1.5b") == method_version("iterative")
 
 
 def test_the_controller_of_a_preset_reader_starts_from_its_settings():

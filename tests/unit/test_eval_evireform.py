@@ -1,47 +1,36 @@
-"""The EviReform methods inside ``neocorrag eval``: corpus pool, controls, pool completeness."""
+"""EviReform inside ``neocorrag eval``: corpus pool, pool completeness, query sources,
+replay, versions. Its variants and the paper's controls are the lab's
+(``tests/lab/test_lab_evireform.py``)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
-from test_eval_runner import run, settings_for
+from eval_fixtures import run, settings_for
 
 from neocorrag_core.eval.evireform_methods import EVIREFORM_METHODS
 
 METHODS = ("none", *EVIREFORM_METHODS)
 
 
-def test_evireform_methods_on_the_corpus_pool(tmp_path, tiny_lm):
-    settings = settings_for(tmp_path, methods=METHODS, pool="corpus", top_k=2, plots=False)
+def test_evireform_on_the_corpus_pool(tmp_path, tiny_lm):
+    settings = settings_for(tmp_path, METHODS, pool="corpus", top_k=2, plots=False)
     results = run(settings, tiny_lm)
     assert results["questions_compared"] == 3
     per_q = results["per_question"]
     for qi in range(3):
         none = per_q["none"][qi]
         full = per_q["evireform"][qi]
-        rerank = per_q["evireform-rerank"][qi]
         # the first pool is the shared single-shot top-k
         assert full["info"]["first_pool_ids"] == none["retrieved_ids"]
         assert set(full["info"]["pool_ids"]) >= set(none["retrieved_ids"])
         assert len(full["context_ids"]) == 2
-        # the rerank control reorders the first pool and retrieves nothing new
-        assert set(rerank["context_ids"]) <= set(none["retrieved_ids"])
-        assert rerank["info"]["queries"] == full["info"]["queries"]
-        assert all(v["found_missed_gold"] == 0 for v in rerank["query_sources"].values())
-        # the repeat control asks the question twice, and no LM
-        repeat = per_q["evireform-repeat"][qi]
-        assert [q[1] for q in repeat["info"]["queries"]] == ["original", "repeat"]
-        assert repeat["method_prompt_tokens"] == 0
         # completeness before/after is recorded from the gold ids
         gold = set(full["gold_ids"])
         assert full["first_pool_complete"] == float(gold <= set(full["info"]["first_pool_ids"]))
         assert full["pool_complete"] == float(gold <= set(full["info"]["pool_ids"]))
         assert none["pool_complete"] is None
-        # evireform + neocorrag refines exactly evireform's passages
-        combined = per_q["evireform-neocorrag"][qi]
-        assert set(combined["context_ids"]) <= set(full["context_ids"])
-        assert combined["method_prompt_tokens"] >= full["method_prompt_tokens"]
         # per query source: queries sent and gold passages they found that the first missed
         sources = full["query_sources"]
         sent = [q[1] for q in full["info"]["queries"][1:]]
@@ -50,12 +39,10 @@ def test_evireform_methods_on_the_corpus_pool(tmp_path, tiny_lm):
         found = set().union(*full["info"]["query_results"][1:]) & missed
         assert sum(v["gold_first"] for v in sources.values()) == len(found)
         assert all(v["found_missed_gold"] <= v["queries"] for v in sources.values())
-        assert per_q["evireform-rounds2"][qi]["info"]["rounds"] <= 2
         assert full["info"]["rounds"] <= 1
     agg = results["methods"]
-    # the default needs no LM; the LM variant spends tokens
+    # the default needs no LM
     assert agg["evireform"]["method_tokens"] == 0
-    assert agg["evireform-lm"]["method_tokens"] > 0
     assert agg["none"]["pool_complete"] is None and agg["none"]["query_sources"] is None
     assert agg["evireform"]["residual_rounds"] is not None
     report = (Path(settings.out) / "report.md").read_text()
@@ -67,7 +54,7 @@ def test_evireform_methods_on_the_corpus_pool(tmp_path, tiny_lm):
 def test_replaying_evireform_contexts_finds_passages_outside_the_top_k(tmp_path, tiny_lm):
     first = settings_for(
         tmp_path,
-        methods=("none", "evireform"),
+        ("none", "evireform"),
         pool="corpus",
         top_k=2,
         plots=False,
@@ -91,8 +78,8 @@ def test_replaying_evireform_contexts_finds_passages_outside_the_top_k(tmp_path,
 def test_the_corpus_pool_does_not_depend_on_limit(tmp_path, tiny_lm):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    one = settings_for(tmp_path / "a", methods=("none",), pool="corpus", limit=1, plots=False)
-    all_three = settings_for(tmp_path / "b", methods=("none",), pool="corpus", plots=False)
+    one = settings_for(tmp_path / "a", ("none",), pool="corpus", limit=1, plots=False)
+    all_three = settings_for(tmp_path / "b", ("none",), pool="corpus", plots=False)
     first = run(one, tiny_lm)["per_question"]["none"][0]
     again = run(all_three, tiny_lm)["per_question"]["none"][0]
     assert first["retrieved_ids"] == again["retrieved_ids"]
@@ -104,12 +91,11 @@ def test_evireform_records_carry_a_version_that_follows_rules_and_defaults(monke
 
     base = em.method_version("evireform")
     assert method_versions(["evireform"]) == {"evireform": base}
-    assert em.method_version("evireform-rerank") == base  # it reuses evireform's loop
-    assert em.method_version("evireform-lm") != base
-    # Only the method that mines its result follows the miner's output version.
-    with_miner = em.method_version("evireform-neocorrag")
+    assert em.config_version({"residual_queries": "lm"}) != base
+    # Only a method that mines its result follows the miner's output version.
+    with_miner = em.config_version(mined=True)
     monkeypatch.setattr(em, "MINER_OUTPUT_VERSION", "miner-x")
     assert em.method_version("evireform") == base
-    assert em.method_version("evireform-neocorrag") != with_miner
+    assert em.config_version(mined=True) != with_miner
     monkeypatch.setattr(em, "RULES_VERSION", "another")
     assert em.method_version("evireform") != base

@@ -1,4 +1,5 @@
-"""The benchmark's method registry: lazy factories, plug-ins by entry point, one signature."""
+"""The benchmark's method registry: lazy factories, plug-ins by entry point or at run time,
+one signature, the product's methods only in a user's install."""
 
 from __future__ import annotations
 
@@ -9,18 +10,51 @@ from conftest import bag_of_words_embedder
 
 from neocorrag_core import EvidenceChainMiner, Passage
 from neocorrag_core.eval import BuildContext, MethodInput, available_methods, build_methods
-from neocorrag_core.eval.registry import BUILTIN_METHODS, MethodSpec, method_descriptions
+from neocorrag_core.eval.registry import (
+    BUILTIN_METHODS,
+    LAB_METHOD_NAMES,
+    MethodSpec,
+    method_descriptions,
+)
 
 
-def test_builtin_and_plugin_methods_are_listed_without_importing_them():
-    for module in [m for m in sys.modules if m.startswith("neocorrag_integrations.bench.")]:
-        del sys.modules[module]
+def test_builtin_methods_come_first_and_are_listed_without_importing_them():
+    import subprocess
+
     names = list(available_methods())
     assert names[: len(BUILTIN_METHODS)] == [s.name for s in BUILTIN_METHODS]
-    # LangChain's filters come from neocorrag_integrations.bench through entry points
-    assert {"lc-embeddings-filter", "lc-llm-filter", "lc-llm-filter-logits"} <= set(names)
-    assert "neocorrag_integrations.bench.langchain_filters" not in sys.modules
     assert all(method_descriptions()[n] for n in names)
+    # Listing the methods imports none of their modules (a fresh process: nothing cached),
+    # a plug-in's (the lab's, where it is installed) included: only its declarations.
+    factories = (
+        "neocorrag_core.eval.refiners",
+        "neocorrag_core.eval.evireform_methods",
+        "neocorrag_core.eval.belief_methods",
+        "neocorrag_lab.",
+        "langchain",
+    )
+    code = (
+        "import sys; from neocorrag_core.eval import available_methods; available_methods(); "
+        f"bad = sorted(m for m in sys.modules if m.startswith({factories!r}) "
+        "and m != 'neocorrag_lab.methods'); print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_products_methods_are_what_a_user_compares():
+    names = [spec.name for spec in BUILTIN_METHODS]
+    assert names == [
+        "none",
+        "neocorrag-recall",
+        "neocorrag-balanced",
+        "neocorrag-precise",
+        "neocorrag-paper",
+        "evireform",
+        "belief",
+    ]
+    # No product method is also a lab method, and the plug-in list names the lab's only.
+    assert not set(names) & LAB_METHOD_NAMES
 
 
 def test_every_method_is_built_with_one_signature_and_runs_on_method_input():
@@ -33,7 +67,7 @@ def test_every_method_is_built_with_one_signature_and_runs_on_method_input():
     miner = EvidenceChainMiner(embedder=bag_of_words_embedder())
     context = BuildContext(miner, evireform_overrides={"selection": "embedding",
                                                        "residual_queries": "entities"})  # fmt: skip
-    names = ["none", "neocorrag-none", "evireform", "evireform-rerank", "lc-embeddings-filter"]
+    names = ["none", "neocorrag-recall", "neocorrag-paper", "evireform"]
     methods = build_methods(names, context)
     searched = []
 
@@ -47,8 +81,52 @@ def test_every_method_is_built_with_one_signature_and_runs_on_method_input():
         out = method.refine(call)
         assert out.passages and all(isinstance(p, Passage) for p in out.passages)
         assert out.lm_tokens == out.prompt_tokens + out.generated_tokens == 0  # no LM here
-    assert searched  # the EviReform methods searched again through the call's search
-    assert context.shared["evireform"][0] is methods[2].reformulator is methods[3].reformulator
+    assert searched  # EviReform searched again through the call's search
+    assert context.shared["evireform"][0] is methods[3].reformulator
+    assert methods[1].memo is methods[2].memo  # the miner methods share one mining memo
+
+
+def test_methods_registered_at_run_time_and_by_entry_point(monkeypatch):
+    from neocorrag_core.eval import registry
+
+    monkeypatch.setattr(registry, "_REGISTERED", {})
+    mine = MethodSpec("mine", "a method", f"{__name__}:build")
+    registry.register_methods([mine, mine])  # registering again is harmless
+    assert available_methods()["mine"] is mine
+    with pytest.raises(ValueError, match="one of neocorrag's own"):
+        registry.register_methods([MethodSpec("none", "shadows none", f"{__name__}:build")])
+    with pytest.raises(TypeError, match="MethodSpec"):
+        registry.register_methods(["mine"])  # type: ignore[list-item]
+
+    class Point:
+        def __init__(self, name, value):
+            self.name, self.value = name, value
+
+        def load(self):
+            if isinstance(self.value, Exception):
+                raise self.value
+            return self.value
+
+    pack = (
+        MethodSpec("a", "one", f"{__name__}:build"),
+        MethodSpec("b", "two", f"{__name__}:build"),
+    )
+    points = [
+        Point("mine", mine),  # the same spec as registered: one method
+        Point("pack", pack),  # a sequence of specs: a package registering all at once
+        Point("wrong-name", MethodSpec("other", "x", f"{__name__}:build")),
+        Point("broken", ImportError("no such module")),
+        Point("none", MethodSpec("none", "shadows none", f"{__name__}:build")),
+    ]
+    monkeypatch.setattr(registry, "entry_points", lambda group: points)
+    names = list(available_methods())
+    assert names[len(BUILTIN_METHODS) :] == ["mine", "a", "b"]
+    assert available_methods()["none"] is BUILTIN_METHODS[0]
+
+
+def build(name, context):
+    """Factory of this module's test methods."""
+    return None
 
 
 def test_unknown_methods_and_missing_extras_are_named():
@@ -75,15 +153,6 @@ def test_the_plugin_example_in_the_docs_works():
     passages = [Passage(f"p{i}", f"text {i}") for i in range(4)]
     out = method.refine(MethodInput("q", passages, lambda q, k: [], 4))
     assert [p.id for p in out.passages] == ["p0", "p1"]
-
-
-def test_peer_operating_points_are_registered():
-    from neocorrag_core.eval.registry import available_methods
-
-    names = set(available_methods())
-    assert {"top-2", "top-3", "top-4"} <= names
-    assert {f"neocorrag-{m}" for m in ("recall", "balanced", "precise", "paper")} <= names
-    assert {f"lc-embeddings-filter-{t}" for t in ("0.3", "0.4", "0.6")} <= names
 
 
 def name_only_version(name: str) -> str:
@@ -117,11 +186,15 @@ def test_miner_methods_are_versioned_by_output_version_and_changes(monkeypatch):
     from neocorrag_core.eval import refiners
     from neocorrag_core.eval.registry import method_versions
 
-    names = ["none", "neocorrag-recall", "neocorrag-recall-full-chains"]
+    names = ["none", "neocorrag-recall", "neocorrag-paper"]
     versions = method_versions(names)
     assert "none" not in versions  # no miner behind it
     assert versions["neocorrag-recall"].startswith(refiners.MINER_OUTPUT_VERSION + " ")
-    assert versions["neocorrag-recall"] != versions["neocorrag-recall-full-chains"]
+    assert versions["neocorrag-recall"] != versions["neocorrag-paper"]
+    assert (
+        refiners.miner_version({"keep": "recall", "chain_format": "full"})
+        != (versions["neocorrag-recall"])
+    )
     # A bumped output version (a changed default) reruns every miner method's records.
     monkeypatch.setattr(refiners, "MINER_OUTPUT_VERSION", "miner-test")
     bumped = method_versions(names)

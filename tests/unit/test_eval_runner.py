@@ -1,4 +1,7 @@
-"""``neocorrag eval`` end to end on tiny models: records, report, plots, resume, CLI."""
+"""``neocorrag eval`` end to end on tiny models: records, report, plots, resume, CLI.
+
+The product's methods only (and a test plug-in, ``first-two``); the lab's methods run
+through the same runner in ``tests/lab/test_lab_runner.py``."""
 
 from __future__ import annotations
 
@@ -7,104 +10,19 @@ from pathlib import Path
 
 import pytest
 from conftest import bag_of_words_embedder
+from eval_fixtures import run, run_without_reader, settings_for, write_fixture
 
 from neocorrag_core.eval.report import comparison_table, render_report
 from neocorrag_core.eval.runner import EvalSettings, run_evaluation
 from neocorrag_core.models import resolve_embedder
 
-FACTS = [
-    (
-        "Van Hook Township",
-        "Van Hook Township is in Mountrail County.",
-        [["Van Hook Township", "located in", "Mountrail County"]],
-    ),
-    (
-        "Mountrail County",
-        "Mountrail County's capital is Stanley.",
-        [["Mountrail County", "capital", "Stanley"]],
-    ),
-    ("Paris", "Paris is the capital of France.", [["Paris", "capital of", "France"]]),
-    ("Berlin", "Berlin is the capital of Germany.", [["Berlin", "capital of", "Germany"]]),
-    (
-        "Lake Sakakawea",
-        "Lake Sakakawea borders Mountrail County.",
-        [["Lake Sakakawea", "borders", "Mountrail County"]],
-    ),
-    ("Stanley", "Stanley has a population of 2321.", [["Stanley", "population", "2321"]]),
-]
-QUESTIONS = [
-    ("q1", "What is the capital of the county where Van Hook Township is located?", "Stanley"),
-    ("q2", "Which county borders Lake Sakakawea?", "Mountrail County"),
-    ("q3", "What is the population of the capital of Mountrail County?", "2321"),
-]
-FAST_METHODS = (
-    "none",
-    "neocorrag-none",
-    "neocorrag-rank",
-    "ablation-naive-search",
-    "ablation-no-filter",
-    "ablation-free-decoding",
-)
-# The linking chain block (the default has none) so that records carry a block.
-MINER = {
-    "tau_edge": 0.1,
-    "tau_boost": 0.1,
-    "beam_width": 2,
-    "num_candidates": 8,
-    "chain_format": "linking",
-}
-
-
-def write_fixture(folder: Path) -> tuple[Path, Path]:
-    """A MuSiQue-format QA file and a HippoRAG OpenIE file for its passages."""
-    gold = {"q1": {0, 1}, "q2": {4}, "q3": {1, 5}}
-    rows = [
-        {
-            "id": qid,
-            "question": question,
-            "answer": answer,
-            "paragraphs": [
-                {"idx": i, "title": t, "paragraph_text": text, "is_supporting": i in gold[qid]}
-                for i, (t, text, _) in enumerate(FACTS)
-            ],
-        }
-        for qid, question, answer in QUESTIONS
-    ]
-    docs = [{"title": t, "text": text, "extracted_triples": tr} for t, text, tr in FACTS]
-    qa, openie = folder / "qa.json", folder / "openie.json"
-    qa.write_text(json.dumps(rows))
-    openie.write_text(json.dumps({"docs": docs}))
-    return qa, openie
-
-
-def settings_for(tmp_path: Path, methods=FAST_METHODS, **extra) -> EvalSettings:
-    qa, openie = write_fixture(tmp_path)
-    return EvalSettings(
-        data=str(qa),
-        out=str(tmp_path / "out"),
-        methods=methods,
-        triples=str(openie),
-        max_new_tokens=3,
-        bootstrap=50,
-        miner_overrides=MINER,
-        **extra,
-    )
-
-
-def run(settings, tiny_lm, **kwargs):
-    return run_evaluation(
-        settings,
-        embedder=resolve_embedder(bag_of_words_embedder()),
-        lm=tiny_lm,
-        reader_lm=tiny_lm,
-        show_progress=False,
-        **kwargs,
-    )
+# The product's methods that need no LM to refine, and a plug-in (eval_fixtures).
+FAST_METHODS = ("none", "neocorrag-recall", "neocorrag-paper", "first-two")
 
 
 def test_run_writes_records_report_and_plots(tmp_path, tiny_lm):
     pytest.importorskip("matplotlib")
-    settings = settings_for(tmp_path)
+    settings = settings_for(tmp_path, FAST_METHODS)
     results = run(settings, tiny_lm)
     out = Path(settings.out)
     assert results["questions_compared"] == 3
@@ -116,29 +34,35 @@ def test_run_writes_records_report_and_plots(tmp_path, tiny_lm):
         assert agg["reader_tokens"] > 0, name
     none = results["methods"]["none"]
     assert none["atd"] == 5 and none["method_tokens"] == 0
-    assert results["methods"]["neocorrag-rank"]["method_tokens"] > 0
-    assert results["methods"]["ablation-no-filter"]["atd"] == 5
+    assert results["methods"]["first-two"]["atd"] == 2
     assert set(results["comparisons"]) == set(FAST_METHODS) - {"none"}
-    for record in results["per_question"]["neocorrag-none"]:
+    for record in results["per_question"]["neocorrag-recall"]:
         assert set(record["context_ids"]) <= set(record["retrieved_ids"])
         assert record["chain_text"].startswith("Evidence chains:")
-    free = results["per_question"]["ablation-free-decoding"][0]["info"]
-    assert "faithful" in free or free["fallback"]
     saved = json.loads((out / "results.json").read_text())
     assert saved["methods"].keys() == results["methods"].keys()
     report = (out / "report.md").read_text()
-    assert "| neocorrag-rank |" in report and "bootstrap" in report
+    assert "| neocorrag-paper |" in report and "bootstrap" in report
     for png in ("tradeoff.png", "f1.png", "latency.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     # Questions that reached no chain are counted per method and reason.
-    results["methods"]["neocorrag-none"]["fallbacks"] = {"no_candidate_chains": 2}
+    results["methods"]["neocorrag-recall"]["fallbacks"] = {"no_candidate_chains": 2}
     line = render_report(results).splitlines()[-1]
     assert line.startswith("Questions without a chain")
-    assert line.endswith("`neocorrag-none`: no_candidate_chains 2")
+    assert line.endswith("`neocorrag-recall`: no_candidate_chains 2")
+
+
+def test_the_default_methods_are_the_products_own():
+    from neocorrag_core.eval.registry import BUILTIN_METHODS
+    from neocorrag_core.eval.runner import DEFAULT_METHODS
+
+    products = {spec.name for spec in BUILTIN_METHODS}
+    assert set(DEFAULT_METHODS) <= products
+    assert {"none", "neocorrag-recall", "neocorrag-paper", "evireform"} <= set(DEFAULT_METHODS)
 
 
 def test_interrupted_run_resumes_without_recomputing(tmp_path, tiny_lm):
-    settings = settings_for(tmp_path, methods=("none", "neocorrag-none"), plots=False)
+    settings = settings_for(tmp_path, ("none", "neocorrag-recall"), plots=False)
     done: list[tuple[str, str]] = []
 
     def stop_after_three(record):
@@ -162,7 +86,7 @@ def test_interrupted_run_resumes_without_recomputing(tmp_path, tiny_lm):
 
 
 def test_torn_cache_line_is_ignored(tmp_path, tiny_lm):
-    settings = settings_for(tmp_path, methods=("none",), plots=False)
+    settings = settings_for(tmp_path, ("none",), plots=False)
     run(settings, tiny_lm)
     cache = Path(settings.out) / "cache" / "none.jsonl"
     lines = cache.read_text().splitlines()
@@ -175,11 +99,11 @@ def test_torn_cache_line_is_ignored(tmp_path, tiny_lm):
 def test_report_says_why_there_is_no_comparison():
     only_none = {"comparisons": {}, "methods": {"none": {}}}
     assert "the only method run" in comparison_table(only_none)
-    assert "was not run" in comparison_table({"comparisons": {}, "methods": {"top-2": {}}})
+    assert "was not run" in comparison_table({"comparisons": {}, "methods": {"first-two": {}}})
 
 
 def test_cache_lines_that_are_not_records_are_skipped(tmp_path, tiny_lm):
-    settings = settings_for(tmp_path, methods=("none",), plots=False)
+    settings = settings_for(tmp_path, ("none",), plots=False)
     run(settings, tiny_lm)
     cache = Path(settings.out) / "cache" / "none.jsonl"
     lines = cache.read_text().splitlines()
@@ -190,7 +114,7 @@ def test_cache_lines_that_are_not_records_are_skipped(tmp_path, tiny_lm):
 
 
 def test_an_out_that_is_a_file_or_a_damaged_run_json_is_refused_up_front(tmp_path):
-    settings = settings_for(tmp_path, methods=("none",), reader="none", plots=False)
+    settings = settings_for(tmp_path, ("none",), reader="none", plots=False)
     (tmp_path / "out").write_text("not a folder")
     with pytest.raises(ValueError, match="is a file, not a folder"):
         run_without_reader(settings)
@@ -202,7 +126,7 @@ def test_an_out_that_is_a_file_or_a_damaged_run_json_is_refused_up_front(tmp_pat
 
 
 def test_an_empty_split_is_named(tmp_path):
-    settings = settings_for(tmp_path, methods=("none",), reader="none", plots=False)
+    settings = settings_for(tmp_path, ("none",), reader="none", plots=False)
     qa = Path(settings.data)
     rows = [row for row in json.loads(qa.read_text()) if row["id"] != "q1"]  # q1: the tune one
     qa.write_text(json.dumps(rows))
@@ -211,26 +135,11 @@ def test_an_empty_split_is_named(tmp_path):
 
 
 def test_resume_with_other_settings_is_refused(tmp_path, tiny_lm):
-    settings = settings_for(tmp_path, methods=("none",), plots=False)
+    settings = settings_for(tmp_path, ("none",), plots=False)
     run(settings, tiny_lm)
     changed = EvalSettings(**{**settings.__dict__, "top_k": 3})
     with pytest.raises(ValueError, match="top_k"):
         run(changed, tiny_lm)
-
-
-def test_langchain_baselines_run_on_tiny_models(tmp_path, tiny_lm):
-    pytest.importorskip("langchain_classic")
-    pytest.importorskip("langchain_community")
-    methods = ("none", "lc-embeddings-filter", "lc-llm-filter", "lc-llm-filter-logits")
-    settings = settings_for(tmp_path, methods=methods, plots=False, embeddings_threshold=0.99)
-    results = run(settings, tiny_lm)
-    # A threshold no bag-of-words cosine reaches empties every context; the reader still answers.
-    assert results["methods"]["lc-embeddings-filter"]["empty"] == 1.0
-    llm_filter = results["methods"]["lc-llm-filter"]
-    assert llm_filter["method_tokens"] > 0
-    for record in results["per_question"]["lc-llm-filter"]:
-        assert record["info"]["parse_errors"] <= 5
-    assert results["methods"]["lc-llm-filter-logits"]["method_prompt_tokens"] > 0
 
 
 def test_unknown_method_and_bad_limit_are_clear(tmp_path):
@@ -238,6 +147,28 @@ def test_unknown_method_and_bad_limit_are_clear(tmp_path):
         EvalSettings(data="x", out=str(tmp_path), methods=("magic",))
     with pytest.raises(ValueError, match="--limit"):
         EvalSettings(data="x", out=str(tmp_path), limit=0)
+
+
+def test_a_lab_method_without_the_lab_says_where_the_lab_is(tmp_path, monkeypatch, capsys):
+    from neocorrag_core.cli.app import main
+    from neocorrag_core.eval import registry
+
+    # A user's install: no lab registered at run time, no lab entry point.
+    monkeypatch.setattr(registry, "_REGISTERED", {})
+    monkeypatch.setattr(registry, "_plugin_specs", lambda: [])
+    lab = r"ablation-no-filter is a lab method: .*pip install -e benchmarks"
+    with pytest.raises(ValueError, match=lab):
+        EvalSettings(data="x", out=str(tmp_path), methods=("none", "ablation-no-filter"))
+    both = r"top-2, lc-llm-filter are lab methods: .*unknown method\(s\): magic"
+    with pytest.raises(ValueError, match=both):
+        EvalSettings(data="x", out=str(tmp_path), methods=("top-2", "lc-llm-filter", "magic"))
+    qa, _ = write_fixture(tmp_path)
+    args = ["eval", "--data", str(qa), "--out", str(tmp_path / "o"), "--methods", "none"]
+    assert main([*args, "ablation-no-filter"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "ablation-no-filter is a lab method" in err and len(err.splitlines()) == 1
+    assert "the methods here are: none, neocorrag-recall" in err
+    assert not (tmp_path / "o").exists()
 
 
 def test_cli_eval_reports_bad_data_as_an_error(tmp_path, capsys):
@@ -255,7 +186,9 @@ def test_contexts_replayed_for_another_reader(tmp_path, tiny_lm):
 
     from neocorrag_core.models import resolve_lm
 
-    first = settings_for(tmp_path, methods=("none", "neocorrag-rank"), plots=False)
+    # Ranking with the LM, so the method's own tokens are replayed too.
+    methods = ("none", "neocorrag-recall")
+    first = settings_for(tmp_path, methods, miner={"decoding": "rank"}, plots=False)
     original = run(first, tiny_lm)
     other_reader = resolve_lm(build_tiny_lm(seed=1))
     second = EvalSettings(
@@ -268,7 +201,8 @@ def test_contexts_replayed_for_another_reader(tmp_path, tiny_lm):
         reader_lm=other_reader,
         show_progress=False,
     )
-    for name in ("none", "neocorrag-rank"):
+    assert any(r["method_prompt_tokens"] for r in original["per_question"]["neocorrag-recall"])
+    for name in methods:
         for a, b in zip(
             original["per_question"][name], replayed["per_question"][name], strict=True
         ):
@@ -279,14 +213,14 @@ def test_contexts_replayed_for_another_reader(tmp_path, tiny_lm):
         run(mismatched, tiny_lm)
 
 
-def test_peers_dial_and_loss_diagnosis_without_a_reader(tmp_path):
-    methods = ("none", "top-2", "neocorrag-recall", "neocorrag-paper")
-    settings = settings_for(tmp_path, methods=methods, reader="none", plots=False)
+def test_plugin_dial_and_loss_diagnosis_without_a_reader(tmp_path):
+    methods = ("none", "first-two", "neocorrag-recall", "neocorrag-paper")
+    settings = settings_for(tmp_path, methods, reader="none", plots=False)
     results = run_evaluation(
         settings, embedder=resolve_embedder(bag_of_words_embedder()), show_progress=False
     )
     aggs = results["methods"]
-    assert aggs["top-2"]["atd"] == 2
+    assert aggs["first-two"]["atd"] == 2
     for name in methods:
         assert aggs[name]["reader_tokens"] == 0 and aggs[name]["f1"] == 0.0
     # Each retrieved gold passage of a miner method is either kept (by a named rule) or
@@ -299,27 +233,17 @@ def test_peers_dial_and_loss_diagnosis_without_a_reader(tmp_path):
             assert kept + lost == len(retrieved_gold)
             assert kept == len(retrieved_gold & set(record["context_ids"]))
         assert aggs[name]["gold_lost_at"] is not None
-    assert aggs["top-2"]["gold_lost_at"] is None  # no per-passage reasons to diagnose
+    assert aggs["first-two"]["gold_lost_at"] is None  # no per-passage reasons to diagnose
     report = (Path(settings.out) / "report.md").read_text()
     assert "## Where gold passages were lost" in report
     assert "| neocorrag-paper |" in report.split("## Where gold passages were lost")[1]
     assert "| none | " in report and " – | – | – |" in report  # EM/F1/RCR not measured
 
 
-def run_without_reader(settings, **kwargs):
-    """A ``--reader none`` run: the fast methods need no LM at all."""
-    return run_evaluation(
-        settings,
-        embedder=resolve_embedder(bag_of_words_embedder()),
-        show_progress=False,
-        **kwargs,
-    )
-
-
 def test_torn_line_is_ended_before_the_next_record(tmp_path):
-    settings = settings_for(tmp_path, methods=("top-2",), reader="none", plots=False)
+    settings = settings_for(tmp_path, ("first-two",), reader="none", plots=False)
     run_without_reader(settings)
-    cache = Path(settings.out) / "cache" / "top-2.jsonl"
+    cache = Path(settings.out) / "cache" / "first-two.jsonl"
     lines = cache.read_text().splitlines(keepends=True)
     cache.write_text("".join(lines[:2]) + lines[2][:40])  # a crash mid-write, no newline
     done: list[str] = []
@@ -328,7 +252,7 @@ def test_torn_line_is_ended_before_the_next_record(tmp_path):
     # The recomputed record starts a line of its own, so it is kept: nothing is left to do.
     from neocorrag_core.eval.runner import ResultCache
 
-    assert sorted(ResultCache(cache.parent).load("top-2")) == ["q1", "q2", "q3"]
+    assert sorted(ResultCache(cache.parent).load("first-two")) == ["q1", "q2", "q3"]
     done.clear()
     run_without_reader(settings, on_record=lambda r: done.append(r["qid"]))
     assert done == []
@@ -363,14 +287,14 @@ def test_replay_finds_records_by_question_id(tmp_path):
     ]
     qa = tmp_path / "qa.json"
     qa.write_text(json.dumps(rows))
-    base = {"data": str(qa), "methods": ("none", "top-2"), "reader": "none", "plots": False}
+    base = {"data": str(qa), "methods": ("none", "first-two"), "reader": "none", "plots": False}
     source = run_without_reader(EvalSettings(out=str(tmp_path / "src"), top_k=2, **base))
     replayed = run_without_reader(
         EvalSettings(
             out=str(tmp_path / "replay"), top_k=2, contexts_from=str(tmp_path / "src"), **base
         )
     )
-    for name in ("none", "top-2"):
+    for name in ("none", "first-two"):
         before = {r["qid"]: r["context_ids"] for r in source["per_question"][name]}
         after = {r["qid"]: r["context_ids"] for r in replayed["per_question"][name]}
         assert after == before and before["qa"] != before["qb"]
@@ -378,20 +302,18 @@ def test_replay_finds_records_by_question_id(tmp_path):
     from neocorrag_core.eval.protocol import MethodInput
     from neocorrag_core.eval.runner import ReplayedMethod, ResultCache
 
-    method = ReplayedMethod("top-2", ResultCache(tmp_path / "src" / "cache"))
+    method = ReplayedMethod("first-two", ResultCache(tmp_path / "src" / "cache"))
     with pytest.raises(ValueError, match="not unique"):
         method.refine(MethodInput("Who founded the company?", [], lambda q, k: [], 2))
 
 
 def test_replay_refuses_methods_that_answer_by_themselves(tmp_path):
-    with pytest.raises(ValueError, match=r"--contexts-from .* single-shot answers by itself"):
-        EvalSettings(
-            data="x", out=str(tmp_path), methods=("none", "single-shot"), contexts_from="src"
-        )
+    with pytest.raises(ValueError, match=r"--contexts-from .* belief answers by itself"):
+        EvalSettings(data="x", out=str(tmp_path), methods=("none", "belief"), contexts_from="src")
     # A plug-in method that answered by itself without declaring it: its records say so.
-    settings = settings_for(tmp_path, methods=("top-2",), reader="none", plots=False)
+    settings = settings_for(tmp_path, ("first-two",), reader="none", plots=False)
     run_without_reader(settings)
-    cache = Path(settings.out) / "cache" / "top-2.jsonl"
+    cache = Path(settings.out) / "cache" / "first-two.jsonl"
     records = [json.loads(line) for line in cache.read_text().splitlines()]
     for record in records:
         record["prediction"] = "Stanley"  # an answer no reader read a prompt for
@@ -399,16 +321,16 @@ def test_replay_refuses_methods_that_answer_by_themselves(tmp_path):
     replay = EvalSettings(
         **{**settings.__dict__, "out": str(tmp_path / "replay"), "contexts_from": settings.out}
     )
-    with pytest.raises(ValueError, match="'top-2' answered by itself"):
+    with pytest.raises(ValueError, match="'first-two' answered by itself"):
         run_without_reader(replay)
     assert not (tmp_path / "replay").exists()
 
 
 def test_replay_refuses_records_of_another_method_version(tmp_path):
-    settings = settings_for(tmp_path, methods=("none", "neocorrag-none"), reader="none")
+    settings = settings_for(tmp_path, ("none", "neocorrag-recall"), reader="none")
     settings.plots = False
     run_without_reader(settings)
-    cache = Path(settings.out) / "cache" / "neocorrag-none.jsonl"
+    cache = Path(settings.out) / "cache" / "neocorrag-recall.jsonl"
     records = [json.loads(line) for line in cache.read_text().splitlines()]
     current = records[0]["method_version"]
     replay = EvalSettings(
@@ -416,18 +338,19 @@ def test_replay_refuses_records_of_another_method_version(tmp_path):
     )
     # Current records are replayed with their version.
     replayed = run_without_reader(replay)
-    assert {r["method_version"] for r in replayed["per_question"]["neocorrag-none"]} == {current}
+    assert {r["method_version"] for r in replayed["per_question"]["neocorrag-recall"]} == {current}
     for record in records:
         record["method_version"] = "miner-0"  # made before a version bump
     cache.write_text("".join(json.dumps(r) + "\n" for r in records))
     again = EvalSettings(**{**replay.__dict__, "out": str(tmp_path / "replay2")})
-    with pytest.raises(ValueError, match="'neocorrag-none' records were made by version 'miner-0'"):
+    stale = "'neocorrag-recall' records were made by version 'miner-0'"
+    with pytest.raises(ValueError, match=stale):
         run_without_reader(again)
     assert not (tmp_path / "replay2").exists()
 
 
 def test_settings_that_fail_to_build_leave_nothing_behind(tmp_path):
-    settings = settings_for(tmp_path, methods=("none", "top-2"), reader="none", plots=False)
+    settings = settings_for(tmp_path, ("none", "first-two"), reader="none", plots=False)
     out = Path(settings.out)
     typos = (
         {"triples": str(tmp_path / "typo_openie.json")},
@@ -447,13 +370,14 @@ def test_settings_that_fail_to_build_leave_nothing_behind(tmp_path):
 def test_a_named_lm_loads_only_when_a_method_decodes(tmp_path):
     # Methods that never decode do not need --lm: an unloadable one is never touched.
     settings = settings_for(
-        tmp_path, methods=("none", "top-2", "neocorrag-none"), reader="none", plots=False
+        tmp_path, ("none", "first-two", "neocorrag-recall"), reader="none", plots=False
     )
     unused = EvalSettings(**{**settings.__dict__, "lm": "./no-such-lm"})
     assert run_without_reader(unused)["questions_compared"] == 3
     # A method that decodes fails on it.
+    rank = {**settings.miner_overrides, "decoding": "rank"}
     decoding = EvalSettings(
-        **{**settings.__dict__, "out": str(tmp_path / "d"), "methods": ("none", "neocorrag-rank")}
+        **{**settings.__dict__, "out": str(tmp_path / "d"), "miner_overrides": rank}
     )
     with pytest.raises((OSError, ValueError, RuntimeError)):
         run_without_reader(EvalSettings(**{**decoding.__dict__, "lm": "./no-such-lm"}))
@@ -498,10 +422,8 @@ def test_cli_refuses_a_bad_bootstrap_in_one_line(tmp_path, capsys):
 
 
 def test_reader_none_refuses_methods_that_answer_by_themselves(tmp_path):
-    with pytest.raises(ValueError, match=r"--reader none .* closed-book, iterative answer by"):
-        EvalSettings(
-            data="x", out=str(tmp_path), methods=("none", "closed-book", "iterative"), reader="none"
-        )
+    with pytest.raises(ValueError, match=r"--reader none .* belief answers by itself"):
+        EvalSettings(data="x", out=str(tmp_path), methods=("none", "belief"), reader="none")
 
 
 def test_spacy_triples_of_another_rules_version_are_not_resumed(tmp_path):

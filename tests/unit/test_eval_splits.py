@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from neocorrag_core.cli.app import _assignments
-from neocorrag_core.eval.splits import calibration_split_of, in_split, split_of
+from neocorrag_core.eval.splits import in_split, split_of
 
 
 @dataclass
@@ -27,21 +27,6 @@ def test_split_is_the_parity_of_the_salted_hash_and_halves_the_questions():
     assert in_split(items, None) == items
     with pytest.raises(ValueError, match="split"):
         in_split(items, "dev")  # type: ignore[arg-type]
-
-
-def test_calibration_split_is_a_second_salted_hash_of_the_tune_half_only():
-    tune = [str(i) for i in range(600) if split_of(str(i)) == "tune"]
-    for qid in tune[:50]:
-        byte = hashlib.sha256(f"neocorrag-calib-v1:{qid}".encode()).digest()[0]
-        assert calibration_split_of(qid) == ("dev" if byte % 3 == 0 else "train")
-    dev = [q for q in tune if calibration_split_of(q) == "dev"]
-    assert 0.2 < len(dev) / len(tune) < 0.45  # about a third
-    report = next(str(i) for i in range(100) if split_of(str(i)) == "report")
-    with pytest.raises(ValueError, match="report half"):
-        calibration_split_of(report)
-    # A user's own questions have no report half: the same hash applies to every id.
-    assert calibration_split_of(report, within_tune=False) in ("train", "dev")
-    assert split_of(tune[0]) == "tune"  # the first-level split is unchanged
 
 
 def test_cli_assignments_parse_json_values():

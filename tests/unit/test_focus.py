@@ -12,7 +12,7 @@ from neocorrag_core.chains.focus import (
     focus_kept,
 )
 from neocorrag_core.errors import ConfigError
-from neocorrag_core.eval.refiners import method_version
+from neocorrag_core.eval.refiners import method_version, miner_version
 from neocorrag_core.types import EvidenceChain, KeepReason, KeptPassage, Passage, Triple
 
 SNOW = Passage(
@@ -74,10 +74,9 @@ def test_focus_keeps_the_relation_the_question_asks_for():
 
 
 def test_cached_records_of_focused_methods_name_the_sentence_rules():
-    assert FOCUS_RULES in method_version("neocorrag-recall-focused")
-    assert FOCUS_RULES in method_version("neocorrag-recall-focused-no-chains")
+    assert FOCUS_RULES in miner_version({"keep": "recall", "passage_focus": "linked"})
     assert FOCUS_RULES in method_version("neocorrag-recall")  # the default cuts too
-    assert FOCUS_RULES not in method_version("neocorrag-recall-whole")
+    assert FOCUS_RULES not in miner_version({"keep": "recall", "passage_focus": "none"})
 
 
 def test_linked_passages_are_cut_and_top_n_ones_never():

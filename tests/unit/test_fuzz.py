@@ -13,7 +13,10 @@ fake retrievers), every call must:
 * leave its inputs as they were (compared with deep copies taken before, metadata included).
 
 A configuration is either built and usable (a call with it returns a valid result) or
-rejected with :class:`ConfigError`. Bag-of-words embeddings, no downloads. Examples are
+rejected with :class:`ConfigError`. Every "served or rejected" property also draws inputs
+that are valid by construction (or meet the documented validity rule it states), and those
+must be served: a rejection there is a defect, so none of these properties would pass if
+the code rejected every input. Bag-of-words embeddings, no downloads. Examples are
 few and derandomized, so the file runs in well under a minute and CI is reproducible.
 """
 
@@ -27,7 +30,7 @@ import math
 import re
 import time
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,6 +47,9 @@ from fuzz_strategies import (
     scores,
     text_or_vocab,
     title_value,
+    valid_config_kwargs,
+    valid_miner_config_kwargs,
+    valid_reformulation_config_kwargs,
 )
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -337,6 +343,20 @@ def attempt(call: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, E
         return None, err
 
 
+def valid_or_any(
+    valid: st.SearchStrategy[Any], anything: st.SearchStrategy[Any]
+) -> st.SearchStrategy[tuple[Any, bool]]:
+    """``(value, True)`` for a value valid by construction (it must be served), or
+    ``(value, False)`` for one drawn from ``anything`` (served or rejected, either is fine)."""
+    return st.one_of(valid.map(lambda v: (v, True)), anything.map(lambda v: (v, False)))
+
+
+def assert_served(err: Exception | None, valid: bool, what: Any) -> None:
+    """A valid input was served: no error, documented or not."""
+    if valid:
+        assert err is None, f"a valid input was rejected: {what!r}: {err!r}"
+
+
 # ---------------------------------------------------------------- result checks
 
 
@@ -431,6 +451,17 @@ def li_key(item: NodeWithScore) -> tuple[str, str]:
 )
 def test_passage_is_built_or_rejected_with_input_error(pid, text, title, score, metadata):
     passage, err = attempt(Passage, pid, text, title, score, metadata)
+    # The documented fields: id a non-empty string, text and title strings, score a number
+    # or None, metadata a mapping or None. Exactly these are built.
+    valid = (
+        isinstance(pid, str)
+        and pid != ""
+        and isinstance(text, str)
+        and isinstance(title, str)
+        and (score is None or (isinstance(score, (int, float)) and not isinstance(score, bool)))
+        and (metadata is None or isinstance(metadata, Mapping))
+    )
+    assert_served(err, valid, (pid, text, title, score, metadata))
     if err is not None:
         assert isinstance(err, InputError)
         return
@@ -474,18 +505,31 @@ def test_mine_with_beam_decoding_on_the_tiny_lm(query, passages):
     ),
 )
 def test_mine_rejects_unusable_input_with_input_error(query, passages):
-    """Whatever the query and passages, the miner answers or raises a documented error."""
+    """Whatever the query and passages, the miner answers or raises a documented error; it
+    answers exactly the usable ones: a non-blank string query and a list or tuple of
+    Passages with unique ids (an empty one included)."""
     result, err = attempt(miner_for().mine, query, passages, **LOOSE)
+    usable = (
+        isinstance(query, str)
+        and bool(query.strip())
+        and isinstance(passages, (list, tuple))
+        and all(isinstance(p, Passage) for p in passages)
+        and len({p.id for p in passages}) == len(passages)
+    )
+    assert_served(err, usable, (query, passages))
     if err is not None:
         assert isinstance(err, InputError)
     else:
+        assert usable, f"unusable input was served: {query!r}, {passages!r}"
         check_mining_result(result, list(passages), miner_for().config.with_overrides(**LOOSE))
 
 
-@fuzz(40)
-@given(kwargs=miner_config_kwargs)
-def test_miner_config_is_usable_or_rejected_with_config_error(kwargs):
+@fuzz(50)
+@given(drawn=valid_or_any(valid_miner_config_kwargs, miner_config_kwargs))
+def test_miner_config_is_usable_or_rejected_with_config_error(drawn):
+    kwargs, valid = drawn
     config, err = attempt(MinerConfig, **kwargs)
+    assert_served(err, valid, kwargs)
     if err is not None:
         assert isinstance(err, ConfigError)
         with pytest.raises(ConfigError):  # overriding a valid config rejects the same values
@@ -507,10 +551,12 @@ def test_miner_config_is_usable_or_rejected_with_config_error(kwargs):
     check_mining_result(result, passages, config.with_overrides(**overrides))
 
 
-@fuzz(40)
-@given(kwargs=reformulation_config_kwargs)
-def test_reformulation_config_is_usable_or_rejected_with_config_error(kwargs):
+@fuzz(50)
+@given(drawn=valid_or_any(valid_reformulation_config_kwargs, reformulation_config_kwargs))
+def test_reformulation_config_is_usable_or_rejected_with_config_error(drawn):
+    kwargs, valid = drawn
     config, err = attempt(ReformulationConfig, **kwargs)
+    assert_served(err, valid, kwargs)
     if err is not None:
         assert isinstance(err, ConfigError)
         with pytest.raises(ConfigError):
@@ -608,11 +654,33 @@ _adapter_fields = st.fixed_dictionaries(
 )
 
 
-@fuzz(30)
-@given(fields=_adapter_fields, use_llama=st.booleans())
-def test_adapter_fields_are_usable_or_rejected_with_config_error(fields, use_llama):
+_valid_adapter_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "top_n": st.one_of(st.none(), st.integers(0, 4)),
+        "beam_width": st.one_of(st.none(), st.integers(1, 4)),
+        "keep": st.sampled_from([None, "recall", "balanced", "precise", "paper"]),
+        "decoding": st.sampled_from([None, "none", "rank", "beam"]),
+        "include_chains": st.booleans(),
+        "chains_position": st.sampled_from(["first", "last"]),
+        "miner_config": st.one_of(
+            st.none(),
+            valid_config_kwargs(MinerConfig, base=LOOSE)
+            .filter(lambda kw: "query_entities" not in kw)  # spaCy loads per miner
+            .map(lambda kw: {**LOOSE, **kw}),
+        ),
+    },
+)
+"""Adapter fields as documented: each must be accepted."""
+
+
+@fuzz(40)
+@given(drawn=valid_or_any(_valid_adapter_fields, _adapter_fields), use_llama=st.booleans())
+def test_adapter_fields_are_usable_or_rejected_with_config_error(drawn, use_llama):
+    fields, valid = drawn
     cls = NeocorRAGPostprocessor if use_llama else NeocorRAGCompressor
     adapter, err = attempt(cls, embedder=embedder(), lm=tiny_lm(), **fields)
+    assert_served(err, valid, fields)
     if err is not None:
         assert isinstance(err, ConfigError), f"{type(err).__name__}: {err}"
         return
@@ -676,13 +744,19 @@ def test_langchain_reformulation_rejects_a_non_string_query_with_input_error(que
     assert isinstance(err, InputError)
 
 
-@fuzz(25)
+@fuzz(30)
 @given(
-    k=st.one_of(st.integers(-1, 4), st.sampled_from([2.5, "3", None, math.nan])),
-    config=st.one_of(reformulation_config_kwargs, st.sampled_from([None, "k=3", [1]])),
+    drawn=valid_or_any(
+        st.tuples(st.integers(1, 4), st.one_of(st.none(), valid_reformulation_config_kwargs)),
+        st.tuples(
+            st.one_of(st.integers(-1, 4), st.sampled_from([2.5, "3", None, math.nan])),
+            st.one_of(reformulation_config_kwargs, st.sampled_from([None, "k=3", [1]])),
+        ),
+    ),
     use_llama=st.booleans(),
 )
-def test_reformulation_retriever_fields_are_usable_or_rejected(k, config, use_llama):
+def test_reformulation_retriever_fields_are_usable_or_rejected(drawn, use_llama):
+    (k, config), valid = drawn
     raw = fixture_documents(BRIDGE_CORPUS)
     if use_llama:
         base: Any = ListNodeRetriever(li_nodes(raw))
@@ -691,6 +765,7 @@ def test_reformulation_retriever_fields_are_usable_or_rejected(k, config, use_ll
         base = ListRetriever(docs=lc_documents(raw))
         make = functools.partial(LCReformRetriever, retriever=base)
     wrapper, err = attempt(make, k=k, config=config, embedder=embedder(), lm=tiny_lm())
+    assert_served(err, valid, (k, config))
     if err is not None:
         assert isinstance(err, ConfigError), f"{type(err).__name__}: {err}"
         return

@@ -1,4 +1,7 @@
-"""``neocorrag index``: index a small corpus with spaCy, re-run extracts nothing, then mine."""
+"""``neocorrag index``: index a small corpus with spaCy, re-run extracts nothing, then mine.
+
+Vectors: ``--no-vectors``, or a tiny sentence-transformers folder where they are checked (the
+default, the bundled MiniLM, is for ``tests/integration``)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import pytest
 pytest.importorskip("spacy")
 
 from conftest import bag_of_words_embedder
+from tiny_models import save_tiny_embedder
 
 from neocorrag_core import EvidenceChainMiner, MinerConfig
 from neocorrag_core.cli.app import main
@@ -41,20 +45,26 @@ class NoExtraction:
         raise AssertionError(f"extracted {len(passages)} passages that should be stored")
 
 
-def run_index(tmp_path: Path, capsys, *extra: str) -> str:
+def run_index(tmp_path: Path, capsys, *extra: str, vectors: tuple[str, ...] = ()) -> str:
+    """``neocorrag index`` on ``CORPUS``; ``vectors``: the vector options (none stored by
+    default)."""
     corpus = tmp_path / "corpus.json"
     corpus.write_text(json.dumps(CORPUS), encoding="utf-8")
     store = tmp_path / "store.sqlite"
-    code = main(["index", str(corpus), "--store", str(store), "--quiet", *extra])
+    vectors = vectors or ("--no-vectors",)
+    code = main(["index", str(corpus), "--store", str(store), "--quiet", *vectors, *extra])
     assert code == 0
     return capsys.readouterr().out
 
 
 def test_index_then_rerun_then_mine_from_the_store(tmp_path: Path, capsys) -> None:
-    out = run_index(tmp_path, capsys, "--batch-size", "3")
+    embedder = ("--embedder", str(save_tiny_embedder(tmp_path / "tiny_embedder")))
+    out = run_index(tmp_path, capsys, "--batch-size", "3", vectors=embedder)
     assert "passages total 4 | already stored 0 | extracted now 4" in out
-    out = run_index(tmp_path, capsys)
+    assert "vectors computed 0 " not in out  # the texts' vectors, stored beside the triples
+    out = run_index(tmp_path, capsys, vectors=embedder)
     assert "passages total 4 | already stored 4 | extracted now 0 | triples written 0" in out
+    assert "vectors computed 0 " in out  # stored once
 
     store = TripleStore(tmp_path / "store.sqlite")
     (stats,) = store.stats().values()
@@ -93,7 +103,7 @@ def test_index_streams_json_lines_and_reports_duplicates(tmp_path: Path, capsys)
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(row) + "\n" for row in CORPUS + CORPUS[:2]))
     store = tmp_path / "store.sqlite"
-    args = ["index", str(corpus), "--store", str(store), "-q", "--engine", "local"]
+    args = ["index", str(corpus), "--store", str(store), "-q", "--engine", "local", "--no-vectors"]
     assert main([*args, "--chunk-size", "3", "--batch-size", "2"]) == 0
     captured = capsys.readouterr()
     assert "passages total 4 | already stored 0 | extracted now 4" in captured.out
@@ -108,7 +118,8 @@ def test_index_reports_rows_it_skipped_and_a_bad_number(tmp_path: Path, capsys) 
     corpus = tmp_path / "corpus.json"
     corpus.write_text(json.dumps([*CORPUS, {"title": "B", "text": 42}, 7]))
     store = tmp_path / "store.sqlite"
-    assert main(["index", str(corpus), "--store", str(store), "-q", "--engine", "local"]) == 0
+    args = ["index", str(corpus), "--store", str(store), "-q", "--engine", "local", "--no-vectors"]
+    assert main(args) == 0
     assert "duplicates dropped, 2 rows without text skipped" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["index", str(corpus), "--chunk-size", "abc"])

@@ -186,7 +186,7 @@ def test_ctrl_c_keeps_what_was_written_and_the_same_command_resumes(
 ) -> None:
     rows = synthetic_rows(30)
     corpus, store = write_jsonl(tmp_path / "c.jsonl", rows), tmp_path / "s.sqlite"
-    args = ["index", str(corpus), "--store", str(store), "-q", "--batch-size", "4"]
+    args = ["index", str(corpus), "--store", str(store), "-q", "--no-vectors", "--batch-size", "4"]
     stopping = Counting(interrupt_at=12)  # Ctrl-C during the fourth batch
     monkeypatch.setattr(cli_index, "_make_extractor", lambda args: stopping)
     assert main(args) == 130
@@ -326,7 +326,7 @@ def test_a_run_killed_with_sigkill_resumes_with_nothing_lost_or_doubled(tmp_path
     pytest.importorskip("spacy")
     rows = synthetic_rows(400)
     corpus, store = write_jsonl(tmp_path / "c.jsonl", rows), tmp_path / "s.sqlite"
-    args = ["index", str(corpus), "--store", str(store), "-q"]
+    args = ["index", str(corpus), "--store", str(store), "-q", "--no-vectors"]
     log = (tmp_path / "killed.log").open("wb")
     # One passage per transaction, so the run is mid-way for a long time; the cwd keeps a
     # checkout's package off sys.path when the installed one is tested.

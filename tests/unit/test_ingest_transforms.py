@@ -5,6 +5,10 @@ extractor on a few handwritten passages. The pipeline with worker processes is i
 
 What matters most: a passage annotated at ingestion is found in the store at query time,
 under the key the adapters compute, so nothing is extracted twice.
+
+The transforms store vectors beside the triples, by default the bundled MiniLM's: here
+``embedder=False`` (none), or a tiny sentence-transformers folder where the vectors are
+checked (the bundled model is for ``tests/integration``).
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
+from tiny_models import save_tiny_embedder
 
 from neocorrag_core.errors import ConfigError, InputError
+from neocorrag_core.models import resolve_embedder
 from neocorrag_core.triples import MetadataTripleSource, SpacyTripleExtractor, TripleAnnotator
 from neocorrag_core.triples.store import CachedTripleSource, TripleStore, text_sha256
 from neocorrag_core.types import Passage, Triple
@@ -58,6 +64,12 @@ def spacy_extractor() -> SpacyTripleExtractor:
     except ImportError as exc:
         pytest.skip(str(exc))
     return extractor
+
+
+@pytest.fixture(scope="module")
+def tiny_embedder(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny sentence-transformers folder: the embedder whose vectors ingestion stores."""
+    return str(save_tiny_embedder(tmp_path_factory.mktemp("tiny_embedder")))
 
 
 def triple_keys(value: object) -> list[tuple[str, str, str]]:
@@ -99,10 +111,12 @@ def without_triples(passages: list[Passage]) -> list[Passage]:
 
 
 def test_llama_pipeline_annotates_nodes_and_the_query_side_reads_the_store(
-    tmp_path: Path, spacy_extractor: SpacyTripleExtractor
+    tmp_path: Path, spacy_extractor: SpacyTripleExtractor, tiny_embedder: str
 ) -> None:
     store = tmp_path / "triples.sqlite"
-    transform = TripleExtractorTransform(extractor=spacy_extractor, store=store)
+    transform = TripleExtractorTransform(
+        extractor=spacy_extractor, store=store, embedder=tiny_embedder
+    )
     pipeline = IngestionPipeline(
         transformations=[
             SentenceSplitter(chunk_size=64, chunk_overlap=0),
@@ -137,15 +151,20 @@ def test_llama_pipeline_annotates_nodes_and_the_query_side_reads_the_store(
     assert text_sha256(node_passages([curie])[0]) in hashes["doc-curie"]
     assert hashes[curie.node_id] == [text_sha256(node_passages([curie])[0])]
 
+    # The vectors of the node and triple texts are stored beside the triples, under the
+    # embedder's identity (the one a query-side adapter with embedder=tiny_embedder has).
+    identity = resolve_embedder(tiny_embedder).identity
+    assert TripleStore(store).vector_summary()[identity]["vectors"] >= len(nodes)
+
 
 def test_llama_second_ingestion_extracts_nothing(
     tmp_path: Path, spacy_extractor: SpacyTripleExtractor
 ) -> None:
     store = tmp_path / "triples.sqlite"
     splitter = SentenceSplitter(chunk_size=64, chunk_overlap=0)
-    first = TripleExtractorTransform(extractor=spacy_extractor, store=store)
+    first = TripleExtractorTransform(extractor=spacy_extractor, store=store, embedder=False)
     before = IngestionPipeline(transformations=[splitter, first]).run(documents=llama_documents())
-    second = TripleExtractorTransform(extractor=spacy_extractor, store=store)
+    second = TripleExtractorTransform(extractor=spacy_extractor, store=store, embedder=False)
     after = IngestionPipeline(transformations=[splitter, second]).run(documents=llama_documents())
     assert first.stats.extracted > 0
     assert second.stats.extracted == 0 and second.stats.hits == len(after)
@@ -156,7 +175,10 @@ def test_llama_acall_equals_call_and_keeps_given_triples(
     tmp_path: Path, spacy_extractor: SpacyTripleExtractor
 ) -> None:
     transform = TripleExtractorTransform(
-        extractor=spacy_extractor, store=tmp_path / "t.sqlite", metadata_format="json"
+        extractor=spacy_extractor,
+        store=tmp_path / "t.sqlite",
+        metadata_format="json",
+        embedder=False,
     )
 
     def make_nodes() -> list[TextNode]:
@@ -187,7 +209,9 @@ def test_llama_transform_pickles_small_and_refuses_what_cannot_travel(tmp_path: 
         def extract(self, passages: list[Passage]) -> list[list[Triple]]:
             return [[] for _ in passages]
 
-    custom = TripleExtractorTransform(extractor=Unpicklable(), store=tmp_path / "t.sqlite")
+    custom = TripleExtractorTransform(
+        extractor=Unpicklable(), store=tmp_path / "t.sqlite", embedder=False
+    )
     custom([TextNode(text="Some text.")])  # fine in this process
     with pytest.raises(TypeError, match="spec string"):
         pickle.dumps(custom)
@@ -227,7 +251,7 @@ def test_langchain_vector_store_gets_triples_and_the_query_side_reads_the_store(
     tmp_path: Path, spacy_extractor: SpacyTripleExtractor
 ) -> None:
     store = tmp_path / "triples.sqlite"
-    transformer = TripleExtractorTransformer(extractor=spacy_extractor, store=store)
+    transformer = TripleExtractorTransformer(extractor=spacy_extractor, store=store, embedder=False)
     docs = [*lc_documents(), Document(page_content="Marie Curie won the Nobel Prize.")]
     originals = [d.model_copy(deep=True) for d in docs]
     annotated = transformer.transform_documents(docs)
@@ -264,10 +288,10 @@ def test_langchain_async_equals_sync_and_second_run_extracts_nothing(
     tmp_path: Path, spacy_extractor: SpacyTripleExtractor
 ) -> None:
     store = tmp_path / "triples.sqlite"
-    first = TripleExtractorTransformer(extractor=spacy_extractor, store=store)
+    first = TripleExtractorTransformer(extractor=spacy_extractor, store=store, embedder=False)
     synced = first.transform_documents(lc_documents())
     assert first.stats.extracted == len(TEXTS)
-    second = TripleExtractorTransformer(extractor=spacy_extractor, store=store)
+    second = TripleExtractorTransformer(extractor=spacy_extractor, store=store, embedder=False)
     awaited = asyncio.run(second.atransform_documents(lc_documents()))
     assert awaited == synced
     assert second.stats.extracted == 0 and second.stats.hits == len(TEXTS)
@@ -277,9 +301,14 @@ def test_langchain_keeps_given_triples_and_json_round_trips(
     tmp_path: Path, spacy_extractor: SpacyTripleExtractor
 ) -> None:
     docs = [*lc_documents(), Document(page_content="Paris is big.", metadata={"triples": "[]"})]
-    as_list = TripleExtractorTransformer(extractor=spacy_extractor, store=tmp_path / "a.sqlite")
+    as_list = TripleExtractorTransformer(
+        extractor=spacy_extractor, store=tmp_path / "a.sqlite", embedder=False
+    )
     as_json = TripleExtractorTransformer(
-        extractor=spacy_extractor, store=tmp_path / "b.sqlite", metadata_format="json"
+        extractor=spacy_extractor,
+        store=tmp_path / "b.sqlite",
+        metadata_format="json",
+        embedder=False,
     )
     listed, flat = as_list.transform_documents(docs), as_json.transform_documents(docs)
     assert listed[-1].metadata == flat[-1].metadata == {"triples": "[]"}  # kept as given
@@ -297,7 +326,9 @@ def test_langchain_keeps_given_triples_and_json_round_trips(
 def test_langchain_private_memory_store_and_bad_input(
     spacy_extractor: SpacyTripleExtractor,
 ) -> None:
-    transformer = TripleExtractorTransformer(extractor=spacy_extractor, store=":memory:")
+    transformer = TripleExtractorTransformer(
+        extractor=spacy_extractor, store=":memory:", embedder=False
+    )
     [doc] = transformer.transform_documents([Document(page_content=TEXTS["curie"][1])])
     assert doc.metadata["triples"]
     with pytest.raises(TypeError, match="memory"):
@@ -348,7 +379,9 @@ def test_metadata_source_reads_json_strings_and_warns_on_bad_ones(
 def test_annotator_links_ids_and_skips_passages_with_triples(
     tmp_path: Path, spacy_extractor: SpacyTripleExtractor
 ) -> None:
-    annotator = TripleAnnotator(spacy_extractor, tmp_path / "t.sqlite", batch_size=1)
+    annotator = TripleAnnotator(
+        spacy_extractor, tmp_path / "t.sqlite", batch_size=1, embedder=False
+    )
     passages = [
         Passage("p1", TEXTS["curie"][1], "Marie Curie"),
         Passage("p2", "Given.", metadata={"triples": []}),
@@ -367,7 +400,7 @@ def test_annotator_links_ids_and_skips_passages_with_triples(
 def test_annotator_and_transformer_treat_none_triples_as_absent(
     tmp_path: Path, spacy_extractor: SpacyTripleExtractor
 ) -> None:
-    annotator = TripleAnnotator(spacy_extractor, tmp_path / "t.sqlite")
+    annotator = TripleAnnotator(spacy_extractor, tmp_path / "t.sqlite", embedder=False)
     curie = TEXTS["curie"][1]
     passages = [
         Passage("p1", curie, "Marie Curie", metadata={"triples": None}),
@@ -375,7 +408,9 @@ def test_annotator_and_transformer_treat_none_triples_as_absent(
     ]
     found = annotator.annotate(passages)
     assert found[0] and found[1] is None
-    transformer = TripleExtractorTransformer(extractor=spacy_extractor, store=tmp_path / "t.sqlite")
+    transformer = TripleExtractorTransformer(
+        extractor=spacy_extractor, store=tmp_path / "t.sqlite", embedder=False
+    )
     [doc] = transformer.transform_documents(
         [Document(page_content=curie, metadata={"title": "Marie Curie", "triples": None})]
     )

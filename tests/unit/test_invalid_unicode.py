@@ -593,7 +593,9 @@ def test_langchain_ingestion_stores_invalid_text_cleaned(tmp_path: Path, field: 
         Document(id=p, page_content=text, metadata={"title": title})
         for p, title, text, _ in rows(field)
     ]
-    transformer = TripleExtractorTransformer(extractor=RawExtractor(), store=str(store))
+    transformer = TripleExtractorTransformer(
+        extractor=RawExtractor(), store=str(store), embedder=False
+    )
     out = transformer.transform_documents(docs)
     assert [d.page_content for d in out] == [d.page_content for d in docs]  # as given
     assert all(FFFD in d.metadata["triples"][0][0] for d in out)
@@ -609,7 +611,7 @@ def test_llama_index_ingestion_stores_invalid_text_cleaned(tmp_path: Path, field
     items = [
         TextNode(id_=p, text=text, metadata={"title": title}) for p, title, text, _ in rows(field)
     ]
-    transform = TripleExtractorTransform(extractor=RawExtractor(), store=str(store))
+    transform = TripleExtractorTransform(extractor=RawExtractor(), store=str(store), embedder=False)
     out = transform(items)
     assert all(FFFD in n.metadata["triples"][0][0] for n in out)
     opened = TripleStore(store)

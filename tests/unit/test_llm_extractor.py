@@ -12,6 +12,8 @@ from neocorrag_core.triples import LLMTripleExtractor, TripleSource
 from neocorrag_core.triples.llm_extractor import parse_json_items
 from neocorrag_core.triples.prompts import ENTITY_SCHEMA, TRIPLE_SCHEMA
 from neocorrag_core.types import Passage, Triple
+from neocorrag_integrations.langchain import as_chat_model
+from neocorrag_integrations.llama_index import as_chat_model as llama_chat_model
 
 PASSAGE = Passage("p1", title="Van Hook Township", text="Van Hook Township is in Mountrail County.")
 
@@ -239,7 +241,7 @@ class FakeChatModel:
 
 def test_langchain_structured_output_is_used_when_offered() -> None:
     llm = FakeChatModel(structured=True)
-    ex = LLMTripleExtractor(llm)
+    ex = LLMTripleExtractor(as_chat_model(llm))
     [triples] = ex.extract([PASSAGE])
     assert [t.key() for t in triples] == [("Van Hook Township", "in", "Mountrail")]
     assert (llm.structured_calls, llm.text_calls) == (2, 0)
@@ -248,7 +250,7 @@ def test_langchain_structured_output_is_used_when_offered() -> None:
 
 def test_langchain_text_answer_is_validated_and_bad_items_skipped(caplog) -> None:
     llm = FakeChatModel(structured=False)
-    ex = LLMTripleExtractor(llm)
+    ex = LLMTripleExtractor(as_chat_model(llm))
     with caplog.at_level(logging.WARNING):
         [triples] = ex.extract([PASSAGE])
     assert [t.key() for t in triples] == [
@@ -291,14 +293,14 @@ class FakeLlamaIndexLLM:
 
 def test_llamaindex_structured_output_is_used_when_offered() -> None:
     llm = FakeLlamaIndexLLM(function_calling=True)
-    [triples] = LLMTripleExtractor(llm).extract([PASSAGE])
+    [triples] = LLMTripleExtractor(llama_chat_model(llm)).extract([PASSAGE])
     assert [t.key() for t in triples] == [("A", "r", "B")]
     assert (llm.structured_calls, llm.text_calls) == (2, 0)
 
 
 def test_llamaindex_text_answer_is_parsed() -> None:
     llm = FakeLlamaIndexLLM(function_calling=False)
-    ex = LLMTripleExtractor(llm)
+    ex = LLMTripleExtractor(llama_chat_model(llm))
     [triples] = ex.extract([PASSAGE])
     assert ("Van Hook Township", "located in", "Mountrail County") in {t.key() for t in triples}
     assert llm.structured_calls == 0
@@ -312,7 +314,7 @@ def test_framework_answer_without_entities_skips_the_triple_step() -> None:
             return SimpleNamespace(content='{"entities": []}')
 
     llm = Silent(structured=False)
-    assert LLMTripleExtractor(llm).extract([PASSAGE]) == [[]]
+    assert LLMTripleExtractor(as_chat_model(llm)).extract([PASSAGE]) == [[]]
     assert llm.text_calls == 1
 
 

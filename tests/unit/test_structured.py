@@ -1,4 +1,5 @@
-"""Framework LLMs: a structured-output call that yields no object falls back to text."""
+"""Framework LLMs (through the adapter's ChatModel): a structured-output call that yields no
+object falls back to text."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from neocorrag_core.lm.structured import FrameworkLLM, parse_json_object
+from neocorrag_core.lm.structured import parse_json_object
+from neocorrag_integrations.langchain import as_chat_model
 
 
 class Verdict(BaseModel):
@@ -36,7 +38,7 @@ MESSAGES = [{"role": "user", "content": "Is Stanley the capital of Mountrail Cou
 
 def test_no_structured_object_falls_back_to_the_text_answer() -> None:
     chat = NoToolCallChatModel(structured_value=None)
-    reply = FrameworkLLM(chat).ask(MESSAGES, Verdict)
+    reply = as_chat_model(chat).ask(MESSAGES, Verdict)
     assert not reply.structured and chat.text_calls == 1
     assert parse_json_object(reply.value) == {"supported": True}
 
@@ -44,5 +46,5 @@ def test_no_structured_object_falls_back_to_the_text_answer() -> None:
 @pytest.mark.parametrize("value", [Verdict(supported=False), {"supported": False}])
 def test_a_structured_object_is_used_as_it_is(value: Any) -> None:
     chat = NoToolCallChatModel(structured_value=value)
-    reply = FrameworkLLM(chat).ask(MESSAGES, Verdict)
+    reply = as_chat_model(chat).ask(MESSAGES, Verdict)
     assert reply.structured and reply.value == value and chat.text_calls == 0

@@ -6,7 +6,7 @@ import json
 import logging
 
 import pytest
-from conftest import SHARED_DATA
+from conftest import SHARED_DATA, bag_of_words_embedder
 
 from neocorrag_core.errors import InputError
 from neocorrag_core.triples import (
@@ -173,7 +173,7 @@ def test_an_empty_source_is_kept_not_swapped_for_the_metadata_source():
     empty = OpenIETripleSource({})
     assert len(empty) == 0
     owners = [
-        EvidenceChainMiner(triple_source=empty),
+        EvidenceChainMiner(triple_source=empty, embedder=bag_of_words_embedder()),
         EvidenceReformulator(triple_source=empty),
         LMQueryWriter(triple_source=empty),
     ]

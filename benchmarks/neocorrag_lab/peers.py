@@ -1,10 +1,13 @@
-"""LangChain's own document filters as ``neocorrag eval`` baselines, on our local models.
+"""Peer baselines: LangChain's own document filters, on the benchmark's local models.
 
-Imported only when an ``lc-*`` method is built (``pip install 'neocorrag[bench]'``); the
-methods are registered as entry points (see :mod:`neocorrag_integrations.bench`), so
-``neocorrag_core`` never imports LangChain.
+Imported only when an ``lc-*`` method is built (the lab's ``peers`` extra:
+``pip install -e "benchmarks[peers]"``); the methods are declared in
+:mod:`neocorrag_lab.methods`, so neither listing them nor the product ever imports
+LangChain here.
 
-* ``lc-embeddings-filter``: ``EmbeddingsFilter`` with the benchmark's embedder.
+* ``lc-embeddings-filter``: ``EmbeddingsFilter`` with the benchmark's embedder (at
+  ``--embeddings-threshold``; ``-0.3`` / ``-0.4`` / ``-0.6`` at fixed thresholds, the
+  points of the recall/noise plot).
 * ``lc-llm-filter``: ``LLMChainFilter.from_llm`` with the local LM wrapped as a LangChain
   ``LLM`` (chat template applied, greedy). Its ``BooleanOutputParser`` raises on an
   answer that holds neither YES nor NO; LangChain would fail the whole call, we drop
@@ -42,7 +45,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "the LangChain baselines need langchain-classic and langchain-community: "
-        "pip install 'neocorrag[bench]'"
+        'pip install -e "benchmarks[peers]"'
     ) from exc
 
 

@@ -1,0 +1,162 @@
+"""LlamaIndex models as the core takes them: an LLM as a ``ChatModel``, an embedding as an
+encode function. The one place neocorrag calls a LlamaIndex model.
+
+* :func:`as_chat_model`: an LLM as a :class:`~neocorrag_core.lm.chat.ChatModel`:
+  ``as_structured_llm(schema)`` when ``metadata.is_function_calling_model``, ``complete``
+  for text (the chat as one prompt), token usage from the response's ``additional_kwargs``
+  (``prompt_tokens`` / ``completion_tokens``, where the provider puts them);
+* :func:`as_embedder`: a ``BaseEmbedding`` as an encode function over
+  ``get_text_embedding_batch``.
+
+The adapters apply them to the ``llm=`` and ``embedder=`` they receive; core users call
+them (re-exported by :mod:`neocorrag_integrations.llama_index`) before handing a LlamaIndex
+object to a core class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.base.llms.base import BaseLLM
+
+from neocorrag_core.errors import ConfigError
+from neocorrag_core.lm.chat import ChatModel, ChatReply, Messages, is_local_lm_spec, text_reply
+from neocorrag_core.models.errors import framework_of
+
+from ._models import FrameworkChatModel, is_our_embeddings, reported_count
+
+
+def messages_as_text(messages: Messages) -> str:
+    """One prompt string for ``complete``: the turns, labelled by role, ending where the
+    assistant's answer starts."""
+    return "\n\n".join(f"{m['role'].upper()}:\n{m['content']}" for m in messages) + (
+        "\n\nASSISTANT:\n"
+    )
+
+
+class LlamaIndexChatModel(FrameworkChatModel):
+    """A LlamaIndex LLM as a :class:`~neocorrag_core.lm.chat.ChatModel`.
+
+    Args:
+        llm: the LLM (anything with LlamaIndex's ``complete``).
+        name: the name in store keys (default: the LLM's class and
+            ``metadata.model_name``).
+    """
+
+    framework = "LlamaIndex"
+
+    def _make_structured(self, schema: type[Any]) -> Any:
+        metadata = getattr(self.llm, "metadata", None)
+        if not getattr(metadata, "is_function_calling_model", False):
+            return None
+        return self.llm.as_structured_llm(schema)
+
+    def _ask_structured(self, runnable: Any, messages: Messages) -> Any:
+        return runnable.complete(messages_as_text(messages)).raw
+
+    def _ask_text(self, messages: Messages) -> ChatReply:
+        answer = self.llm.complete(messages_as_text(messages))
+        content = getattr(answer, "text", answer)
+        text = content if isinstance(content, str) else str(content)
+        extra = getattr(answer, "additional_kwargs", None)
+        if isinstance(extra, Mapping):
+            prompt = reported_count(extra.get("prompt_tokens"))
+            generated = reported_count(extra.get("completion_tokens"))
+        else:
+            prompt = generated = None
+        return text_reply(text, messages, prompt_tokens=prompt, generated_tokens=generated)
+
+
+class TextEmbeddingBatch:
+    """A LlamaIndex embedding as the core's encode function (``texts -> vectors``), one
+    ``get_text_embedding_batch`` call per batch. Picklable when the embedding is (adapters
+    and engines configured with it pickle)."""
+
+    def __init__(self, embed_model: Any) -> None:
+        self.embed_model = embed_model
+        self.__name__ = type(embed_model).__name__  # the TextEmbedder's name
+
+    def __call__(self, texts: list[str]) -> Any:
+        return self.embed_model.get_text_embedding_batch(list(texts))
+
+    def __repr__(self) -> str:
+        return f"TextEmbeddingBatch({self.__name__})"
+
+
+def as_chat_model(llm: Any) -> ChatModel:
+    """A LlamaIndex LLM as a :class:`~neocorrag_core.lm.chat.ChatModel`, for the core's
+    ``lm=`` (``BeliefController.from_models``, ``LMVerifier``, ``LLMTripleExtractor``...).
+
+    Uses ``as_structured_llm(schema)`` when the LLM is a function-calling model, else its
+    text answer (``complete``), with the token usage of ``additional_kwargs``. A
+    ``ChatModel`` is returned as it is; a local LM spec, a LangChain object or an object
+    without ``complete`` raises :class:`~neocorrag_core.errors.ConfigError` saying what to
+    pass.
+    """
+    if isinstance(llm, ChatModel):
+        return llm
+    if is_local_lm_spec(llm):
+        raise ConfigError(
+            f"as_chat_model wraps a LlamaIndex LLM; {llm!r} is a local LM spec: pass it to "
+            "the core as it is"
+        )
+    if framework_of(llm) == "LangChain":
+        raise ConfigError(
+            f"{type(llm).__name__} is a LangChain object: wrap it with "
+            "neocorrag_integrations.langchain.as_chat_model"
+        )
+    if not callable(getattr(llm, "complete", None)):
+        raise ConfigError(
+            f"as_chat_model: {type(llm).__name__} is not a LlamaIndex LLM (it has no "
+            "complete); pass an LLM such as OpenAI(...)"
+        )
+    return LlamaIndexChatModel(llm)
+
+
+def as_embedder(embed_model: Any) -> Any:
+    """A LlamaIndex embedding as what the core takes for ``embedder=``: an encode function
+    ``list[str] -> vectors`` over ``get_text_embedding_batch`` (:func:`resolve_embedder
+    <neocorrag_core.models.resolve_embedder>` wraps it in a cached, normalising
+    ``TextEmbedder``).
+
+    Our own ``NeocorRAGEmbedding`` is returned as it is (the core shares the embedder behind
+    it). A LangChain object or an object without ``get_text_embedding_batch`` raises
+    :class:`~neocorrag_core.errors.ConfigError`.
+    """
+    if is_our_embeddings(embed_model):
+        return embed_model
+    if framework_of(embed_model) == "LangChain":
+        raise ConfigError(
+            f"{type(embed_model).__name__} is a LangChain object: wrap it with "
+            "neocorrag_integrations.langchain.as_embedder"
+        )
+    batch = getattr(embed_model, "get_text_embedding_batch", None)
+    if isinstance(embed_model, type) or not callable(batch):
+        raise ConfigError(
+            f"as_embedder: {type(embed_model).__name__} is not a LlamaIndex embedding (it has "
+            "no get_text_embedding_batch); pass an instance such as HuggingFaceEmbedding(...)"
+        )
+    return TextEmbeddingBatch(embed_model)
+
+
+def chat_model_of(value: Any) -> ChatModel | None:
+    """``value`` as a chat model when it is a LlamaIndex LLM, else ``None``."""
+    return LlamaIndexChatModel(value) if isinstance(value, BaseLLM) else None
+
+
+def embedder_of(value: Any) -> Any:
+    """``value`` as an encode function when it is a LlamaIndex embedding, else ``None``."""
+    return TextEmbeddingBatch(value) if isinstance(value, BaseEmbedding) else None
+
+
+__all__ = [
+    "LlamaIndexChatModel",
+    "TextEmbeddingBatch",
+    "as_chat_model",
+    "as_embedder",
+    "chat_model_of",
+    "embedder_of",
+    "messages_as_text",
+]

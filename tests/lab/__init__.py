@@ -1,0 +1,1 @@
+"""The development lab's tests (a package, so its conftest does not shadow tests/conftest.py)."""
