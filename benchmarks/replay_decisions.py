@@ -35,6 +35,7 @@ from neocorrag_core.belief import (
     AnswerabilityCalibrator,
     Belief,
     BeliefConfig,
+    BeliefTuning,
     Diagnostics,
 )
 from neocorrag_core.belief.rules import Budget, decide
@@ -151,11 +152,10 @@ def replay(
     next step."""
     config = BeliefConfig(
         answer_threshold=args.answer_threshold,
-        min_retrieval_value=args.min_retrieval_value,
         abstain_below=abstain_below,
         max_rounds=len(steps),
-        correct_problems=False,
     )
+    tuning = BeliefTuning(min_retrieval_value=args.min_retrieval_value, correct_problems=False)
     for position, step in enumerate(steps):
         diagnostics = recorded_diagnostics(step["diagnostics"])
         p = calibrator.predict(diagnostics)
@@ -174,6 +174,7 @@ def replay(
             config,
             search_cost=0,
             after_search=after_search.predict(diagnostics) if after_search else None,
+            tuning=tuning,
         )
         if decision.action.terminal:
             action = decision.action.value

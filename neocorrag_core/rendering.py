@@ -95,6 +95,36 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE_END.split(flat) if s] if flat else []
 
 
+_FACT_SPLIT = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\bJr\.)(?<!\bSt\.)(?<!\bDr\.)\s+")
+_LEAD_END = re.compile(r"(?<=[.!?])\s+")
+FACT_SENTENCE_CHARS = 200
+"""Length of a sentence used as a fact (EviReform's sentence propositions, a passage's lead)."""
+
+
+def fact_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` that EviReform and BeliefRAG read as facts: whitespace
+    collapsed, cut after ``.``, ``!`` or ``?`` but not after an initial ("José A.
+    Ferreyra") or a common abbreviation. A fact's text is the sentence's first
+    :data:`FACT_SENTENCE_CHARS` characters (:func:`fact_texts`)."""
+    body = " ".join(text.split())
+    return [s for s in _FACT_SPLIT.split(body) if s] if body else []
+
+
+def fact_texts(text: str) -> list[str]:
+    """:func:`fact_sentences` as the texts a fact is embedded as (cut to
+    :data:`FACT_SENTENCE_CHARS`): what the ingestion computes vectors for, so that a query
+    embeds none of them."""
+    return [s[:FACT_SENTENCE_CHARS] for s in fact_sentences(text)]
+
+
+def lead_fact(title: str, text: str) -> str:
+    """A passage without triples as one fact: ``"<title>: <first sentence>"``."""
+    body = " ".join(text.split())
+    lead = _LEAD_END.split(body, maxsplit=1)[0][:FACT_SENTENCE_CHARS]
+    title = " ".join(title.split())
+    return f"{title}: {lead}" if title and lead else title or lead
+
+
 def focus_text(text: str, names: Iterable[str], max_chars: int) -> str:
     """The sentences of ``text`` that mention one of ``names`` (case-insensitive), in order,
     or its first sentence when none does; cut to ``max_chars``.

@@ -62,6 +62,23 @@ class Passage:
 
 
 @dataclass(frozen=True)
+class Provenance:
+    """What the retrieval step knows about why a passage is in the list, for the refiner.
+
+    EviReform (:func:`neocorrag_core.evireform.provenance.provenance_of`) searches again for
+    the hop the first retrieval missed; a passage it found on purpose must not be dropped
+    as unlinked by the refinement that follows it (:class:`KeepReason` ``FOUND_HOP`` and
+    ``EVIDENCE``).
+    """
+
+    bridge: str = ""
+    """The bridge entity of the residual query that found it among its top results (""
+    when no residual query did)."""
+    evidence: bool = False
+    """It holds a fact the reformulation selected as evidence for the question."""
+
+
+@dataclass(frozen=True)
 class Triple:
     """A knowledge-graph fact ``(subject, relation, object)`` and the passages it came from."""
 
@@ -115,6 +132,12 @@ class KeepReason(str, Enum):
     BRIDGE = "bridge"
     """Lower-ranked and in no chosen chain, but linked to the best-ranked or a
     query-entity passage (a shared entity, or that passage names its topic)."""
+    FOUND_HOP = "found_hop"
+    """Lower-ranked and linked by no rule above, but searched for on purpose: a top result
+    of a residual query for a bridge entity (EviReform's provenance, :class:`Provenance`)."""
+    EVIDENCE = "evidence"
+    """Lower-ranked and linked by no rule above, but holding a fact EviReform selected as
+    evidence for the question (its provenance, :class:`Provenance`)."""
     PASSTHROUGH = "passthrough"
     """The engine found nothing to filter with, so the input went through unchanged."""
 
@@ -163,6 +186,10 @@ class KeptPassage:
             return "about an entity the question names"
         if self.reason is KeepReason.BRIDGE:
             return "linked to a passage about the question (shared entity or named topic)"
+        if self.reason is KeepReason.FOUND_HOP:
+            return "found on purpose by a search for a bridge entity (EviReform)"
+        if self.reason is KeepReason.EVIDENCE:
+            return "holds a fact selected as evidence for the question (EviReform)"
         return "passed through unchanged (no filtering evidence)"
 
 

@@ -1,5 +1,7 @@
-"""Field checks shared by every configuration object, raising :class:`ConfigError` at construction,
-and :func:`clean_text`, which makes untrusted text valid Unicode where it enters.
+"""Field checks shared by every configuration object, raising :class:`ConfigError` at construction;
+:class:`Settings`, the base of the configuration dataclasses (changed copies, plain dicts, field
+names routed to the object that owns them); and :func:`clean_text`, which makes untrusted text
+valid Unicode where it enters.
 
 One place decides what a valid integer, number, flag or choice is, so ``MinerConfig``,
 ``ReformulationConfig`` and the adapters reject the same things with the same words: NaN and
@@ -10,9 +12,10 @@ meant. ``bool`` is not accepted as an integer (``True`` beams is a mistake, not 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, fields, replace
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from neocorrag_core.errors import ConfigError
 
@@ -106,6 +109,89 @@ def check_instance(
     )
 
 
+_S = TypeVar("_S", bound="Settings")
+
+
+class Settings:
+    """Base of the frozen configuration dataclasses.
+
+    Each system has two: the settings a user chooses (``MinerConfig``,
+    ``ReformulationConfig``, ``BeliefConfig``; at most 12 fields) and its research settings
+    (``MinerTuning``, ``ReformulationTuning``, ``BeliefTuning``: the paper's fixed
+    hyper-parameters, work caps, prompt budgets and ablation switches, which the lab varies).
+    The two of a system share no field name, so a flat ``name=value`` (per-call overrides, the
+    eval's ``--miner KEY=VALUE``, the lab's methods) reaches the one object that has it
+    (:func:`with_changes`). Subclasses check their fields in ``__post_init__`` and end it with
+    :meth:`_plain_numbers`.
+    """
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+    research: ClassVar[type[Settings] | None] = None
+    """For a user config: the class of its system's research settings (named in the error
+    for a research field passed where only user settings are taken)."""
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The names of the fields, in declaration order."""
+        return tuple(f.name for f in fields(cls))
+
+    def with_overrides(self: _S, **changes: Any) -> _S:
+        """A copy with some fields changed, checked like the original; an unknown name is a
+        :class:`ConfigError` naming it (and the research settings that have it, if any)."""
+        unknown = sorted(set(changes) - set(self.field_names()))
+        if unknown:
+            owner = type(self).__name__
+            research = self.research
+            if research is not None and set(unknown) <= set(research.field_names()):
+                raise ConfigError(
+                    f"{', '.join(unknown)}: research setting(s) of {research.__name__}, not "
+                    f"{owner} field(s); the engine takes them as tuning={research.__name__}(...)"
+                )
+            raise ConfigError(
+                f"unknown {owner} field(s): {', '.join(unknown)}; "
+                f"known: {', '.join(self.field_names())}"
+            )
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every field (reports, caches, run metadata)."""
+        return asdict(self)
+
+    def _plain_numbers(self) -> None:
+        """Integer fields as plain ``int`` (a numpy integer passes :func:`check_int`), so the
+        settings serialize to JSON as given."""
+        for name in self.field_names():
+            value = getattr(self, name)
+            if isinstance(value, Integral) and not isinstance(value, int):
+                object.__setattr__(self, name, int(value))
+
+
+_Config = TypeVar("_Config", bound=Settings)
+_Tuning = TypeVar("_Tuning", bound=Settings)
+
+
+def with_changes(
+    config: _Config, tuning: _Tuning, changes: Mapping[str, Any]
+) -> tuple[_Config, _Tuning]:
+    """``config`` and ``tuning`` (a system's user and research settings) with ``changes``
+    applied, each name to the one that has the field; a name neither has is a
+    :class:`ConfigError` naming both classes. Unchanged objects are returned as they are."""
+    if not changes:
+        return config, tuning
+    user = {k: v for k, v in changes.items() if k in config.field_names()}
+    research = {k: v for k, v in changes.items() if k not in user}
+    unknown = sorted(set(research) - set(tuning.field_names()))
+    if unknown:
+        raise ConfigError(
+            f"unknown {type(config).__name__} or {type(tuning).__name__} field(s): "
+            f"{', '.join(unknown)}"
+        )
+    return (
+        config.with_overrides(**user) if user else config,
+        tuning.with_overrides(**research) if research else tuning,
+    )
+
+
 def clean_text(value: str) -> str:
     """``value`` as valid Unicode: each lone surrogate replaced by U+FFFD.
 
@@ -131,10 +217,12 @@ def clean_text(value: str) -> str:
 
 
 __all__ = [
+    "Settings",
     "check_bool",
     "check_choice",
     "check_instance",
     "check_int",
     "check_number",
     "clean_text",
+    "with_changes",
 ]

@@ -1,11 +1,10 @@
-"""What the LangChain and LlamaIndex adapters share: settings, the engine, and the refinement plan.
+"""What every adapter shares: the checks at its edge, reading framework documents into
+passages, copies of the caller's objects, the settings base, and the refiner's settings.
 
-The adapters only translate framework objects to :class:`SourceDocument` and back; everything
-else (which documents stay, their ``neocorrag_*`` metadata, the chain document's text and
-metadata, where it goes) is decided here once, so both frameworks behave the same.
-
-Imports pydantic (which both frameworks depend on) but neither framework; a framework
-embeddings object passed as ``embedder=`` is translated by :mod:`._translate`.
+An adapter checks the query and the documents once, where it receives them, reads each
+framework document once into a :class:`~neocorrag_core.types.Passage`, and writes the
+engine's result once into copies of the caller's objects; the engine trusts what it gets.
+Imports pydantic (both frameworks depend on it) but neither framework.
 """
 
 from __future__ import annotations
@@ -13,20 +12,22 @@ from __future__ import annotations
 import copy
 import hashlib
 import reprlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
 from numbers import Integral
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
-from neocorrag_core.chains.config import KeepMode, MinerConfig
+from neocorrag_core.chains.config import MinerConfig
 from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import ConfigError, InputError
+from neocorrag_core.evireform import EvidenceReformulator
+from neocorrag_core.evireform.provenance import provenance_in_metadata
+from neocorrag_core.models import LazyModels
 from neocorrag_core.triples import DefaultTripleSource, TripleSource
-from neocorrag_core.types import Passage
-from neocorrag_core.validation import check_bool, check_choice, check_int, clean_text
+from neocorrag_core.types import MiningResult, Passage
+from neocorrag_core.validation import Settings, check_bool, check_choice, check_instance, clean_text
 from neocorrag_integrations._translate import engine_embedder
 from neocorrag_integrations.metadata_keys import (
     CHAIN_IDS,
@@ -44,38 +45,138 @@ from neocorrag_integrations.metadata_keys import (
     TIMINGS,
 )
 
-ChainsPosition = Literal["first", "last"]
-Decoding = Literal["beam", "rank", "none"]
-
-
-def reject_owned_settings(owner: str, fix: str, **settings: Any) -> None:
-    """Raise a :class:`~neocorrag_core.errors.ConfigError` when settings that belong to a
-    shared engine were passed beside it.
-
-    An adapter built on a shared engine (``miner=``, ``reformulator=``, ``models=``) uses
-    that engine's models and triple source; passing them again would be silently ignored,
-    so it is an error that names the settings, the ``owner`` and the ``fix``.
-    """
-    given = [name for name, value in settings.items() if value is not None]
-    if given:
-        raise ConfigError(f"{', '.join(given)} belong(s) to the {owner} you passed; {fix}")
-
-
-# ---- construction: every bad setting is a ConfigError
-
+T = TypeVar("T")
 _short = reprlib.Repr()
-_short.maxstring = 60
-_short.maxother = 60
+_short.maxstring = _short.maxother = 60
+
+Fields = tuple[Any, Any, Any, Any]
+"""What an adapter reads of one framework document: its id, text, metadata and score."""
+Reader = Callable[[int, Any], Fields]
+"""An adapter's reading of the document at a position; an ``InputError`` for a foreign object."""
+
+# ---- the edge: a query, documents, a per-call k
+
+
+def check_query(owner: str, query: Any) -> str:
+    """``query`` as valid Unicode (:func:`~neocorrag_core.validation.clean_text`), or an
+    :class:`~neocorrag_core.errors.InputError` when it is not a non-empty string."""
+    if not isinstance(query, str):
+        raise InputError(
+            f"{owner}: the query must be a non-empty string, got {type(query).__name__} "
+            f"{_short.repr(query)}"
+        )
+    if not query.strip():
+        raise InputError(f"{owner}: the query is empty or only whitespace; pass the question")
+    return clean_text(query)
+
+
+def check_sequence(owner: str, name: str, documents: Any, kind: str) -> list[Any]:
+    """``documents`` as a list, or an ``InputError`` unless it is a list or tuple."""
+    if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Sequence):
+        raise InputError(
+            f"{owner}: {name} must be a list of {kind}, got {type(documents).__name__}"
+        )
+    return list(documents)
+
+
+def check_call_k(owner: str, k: Any) -> int:
+    """A per-call number of results: a positive integer (not a bool), else ``InputError``."""
+    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
+        raise InputError(
+            f"{owner}: k must be a positive integer, got {type(k).__name__} {_short.repr(k)}"
+        )
+    return int(k)
+
+
+def read_fields(position: int, fields: Fields) -> Fields:
+    """One document's fields, checked and as valid Unicode (id, text, ``metadata["title"]``;
+    ``None`` metadata is ``{}``): a text that is not a string or metadata that is not a
+    mapping is an ``InputError`` naming the document (a LangChain ``Document`` checks them
+    at construction only). The caller's objects are not changed."""
+    doc_id, text, metadata, score = fields
+    metadata = {} if metadata is None else metadata
+    if not isinstance(text, str) or not isinstance(metadata, Mapping):
+        what, value, expected = (
+            ("text", text, "a string")
+            if not isinstance(text, str)
+            else ("metadata", metadata, "a dict")
+        )
+        raise InputError(
+            f"documents[{position}] (id {doc_id!r}): its {what} must be {expected}, got "
+            f"{type(value).__name__}"
+        )
+    title = metadata.get("title")
+    if isinstance(title, str) and clean_text(title) is not title:
+        metadata = {**metadata, "title": clean_text(title)}
+    doc_id = clean_text(doc_id) if isinstance(doc_id, str) else doc_id
+    return doc_id, clean_text(text), metadata, score
+
+
+def passage(pid: str, fields: Fields) -> Passage:
+    """The engine passage of a document's (checked) fields, under the id ``pid``."""
+    _, text, metadata, score = fields
+    title = metadata.get("title")
+    return Passage(pid, text, title if isinstance(title, str) else "", score, dict(metadata))
+
+
+def to_passages(fields: Sequence[Fields]) -> list[Passage]:
+    """Passages in input order; a missing or repeated document id becomes ``#<rank>`` (the
+    engine finds a kept passage by the passage a triple came from, so ids are unique)."""
+    out: list[Passage] = []
+    used: set[str] = set()
+    for rank, item in enumerate(fields, start=1):
+        doc_id = item[0]
+        pid = doc_id if isinstance(doc_id, str) and doc_id and doc_id not in used else f"#{rank}"
+        while pid in used:  # a real id that happens to look like "#<rank>"
+            pid = f"#{pid}"
+        used.add(pid)
+        out.append(passage(pid, item))
+    return out
+
+
+# ---- copies of the caller's objects
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def detached_copy(document: _Model) -> _Model:
+    """A copy of a caller's document that may be changed without touching the original: its
+    own metadata dict (each value deep-copied where possible; a lock or a client handle is
+    shared) and its own excluded-keys lists; other fields are shared, so a LlamaIndex
+    ``IndexNode.obj`` stays the caller's object."""
+    out = document.model_copy()
+    metadata = getattr(document, "metadata", None) or {}
+    out.metadata = {key: _copied(value) for key, value in metadata.items()}  # type: ignore[attr-defined]
+    for name in ("excluded_llm_metadata_keys", "excluded_embed_metadata_keys"):
+        value = getattr(document, name, None)
+        if isinstance(value, list):
+            setattr(out, name, list(value))
+    return out
+
+
+def _copied(value: Any) -> Any:
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # deepcopy of arbitrary user objects can raise anything: share it
+        return value
+
+
+def kept_metadata(original: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
+    """A kept copy's metadata: the original's without the run keys an earlier refinement left
+    (so one call's chains sit in one place), then this call's ``added`` keys."""
+    return {**{k: v for k, v in original.items() if k not in RUN_KEYS}, **added}
+
+
+# ---- settings: the engine an adapter drives, and its user config
+
+ModelsSource = Any
+"""What ``models=`` accepts: a :class:`~neocorrag_core.models.LazyModels`, or an engine or
+adapter holding them (``EvidenceChainMiner``, ``EvidenceReformulator``, a refiner)."""
 
 
 def config_error(owner: str, err: ValidationError) -> ConfigError:
-    """The :class:`~neocorrag_core.errors.ConfigError` for a pydantic ``ValidationError``.
-
-    Pydantic wraps what a field validator raises (our checks raise ``ConfigError``) in a
-    ``ValidationError``; this unwraps it again, so constructing an adapter with a bad field
-    raises ``ConfigError`` whatever found the problem. The message names every bad field:
-    the check's own words where one of ours raised, pydantic's (with the value) otherwise.
-    """
+    """Pydantic's ``ValidationError`` (an unknown keyword, mostly: the fields' values are the
+    config dataclasses' to check) as a ``ConfigError`` naming each field."""
     parts = []
     for detail in err.errors(include_url=False):
         cause = (detail.get("ctx") or {}).get("error")
@@ -99,372 +200,141 @@ def config_errors(owner: str) -> Iterator[None]:
         raise config_error(owner, err) from err
 
 
-def check_name(owner: str, name: str, value: Any) -> Any:
-    """A model name or folder field: ``None`` or a non-empty string."""
+def reject_owned_settings(owner: str, fix: str, **settings: Any) -> None:
+    """A ``ConfigError`` naming the settings passed beside an object that owns them (a shared
+    engine, models or controller): they would be silently ignored."""
+    given = [name for name, value in settings.items() if value is not None]
+    if given:
+        raise ConfigError(f"{', '.join(given)} belong(s) to the {owner} you passed; {fix}")
+
+
+class EngineSettings:
+    """Base of the adapters' settings holders (the refiner's, the reformulating retriever's,
+    BeliefRAG's): where the engine comes from, and the user config it runs with.
+
+    An adapter either drives an engine passed in (``miner=``, ``reformulator=``,
+    ``controller=``: then the models and triple source are that engine's, and passing them
+    again is a ``ConfigError``), builds one on models shared with ``models=``, or builds
+    one on its own ``embedder`` / ``lm``. Its config is a dict of the user config's fields
+    (or the dataclass itself), checked once by that dataclass, whose error names the field.
+    """
+
+    def _owner(self) -> str:
+        """The adapter's name in error messages."""
+        return type(self).__name__
+
+    def _shared(self, keyword: str, engine: T, kind: type, **owned: Any) -> T:
+        """``engine``, passed as ``keyword=``: a ``kind`` with none of the settings it owns
+        (``owned``) passed beside it."""
+        reject_owned_settings(
+            keyword, f"set them where that {kind.__name__} was built, or leave {keyword}= out",
+            **owned,
+        )  # fmt: skip
+        check_instance(self._owner(), keyword, engine, kind)
+        return engine
+
+    def _models(self, models: ModelsSource, **owned: Any) -> tuple[LazyModels, TripleSource | None]:
+        """The models (and triple source, when it has one) of what ``models=`` names."""
+        reject_owned_settings(
+            "models", "pass them where those models were built, or leave models= out", **owned
+        )
+        source = models.miner if isinstance(models, RefinerSettings) else models
+        if isinstance(source, LazyModels):
+            return source, None
+        if isinstance(source, EvidenceChainMiner | EvidenceReformulator):
+            return source.models, source.triple_source
+        raise ConfigError(
+            "models must be a LazyModels, an EvidenceChainMiner, an EvidenceReformulator, or a "
+            f"NeocorRAGCompressor / NeocorRAGPostprocessor; got {type(models).__name__}"
+        )
+
+    def _config(self, base: Settings, changes: Any, name: str, *, whole: bool = True) -> Any:
+        """``base`` with ``changes`` (a dict of its fields, or with ``whole`` an instance of
+        its class), checked by the dataclass; the error names ``<owner>.<name>`` (``name``
+        empty: the adapter's own fields)."""
+        where = f"{self._owner()}.{name}" if name else self._owner()
+        kind = type(base).__name__
+        if whole and isinstance(changes, type(base)):
+            return changes
+        if changes is not None and not isinstance(changes, Mapping):
+            expected = f"a {kind} or a dict of its fields" if whole else f"a dict of {kind} fields"
+            raise ConfigError(f"{where} must be {expected}, got {type(changes).__name__}")
+        bad = [key for key in changes or {} if not isinstance(key, str)]
+        if bad:
+            raise ConfigError(f"{where} keys must be field names, got {bad[0]!r}")
+        try:
+            return base.with_overrides(**(changes or {}))
+        except ConfigError as err:
+            raise ConfigError(f"{where}: {err}") from err
+
+
+def check_name(owner: str, name: str, value: Any) -> None:
+    """A model name or folder setting: ``None`` or a non-empty string."""
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise ConfigError(
             f"{owner}.{name} must be a model name or folder (a non-empty string) or None, "
             f"got {type(value).__name__} {_short.repr(value)}"
         )
-    return value
 
 
-def check_fields(owner: str, name: str, value: Any) -> dict[str, Any]:
-    """A dict of engine configuration fields: a mapping with string keys (``None`` = ``{}``)."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{owner}.{name} must be a dict, got {type(value).__name__}")
-    bad = [key for key in value if not isinstance(key, str)]
-    if bad:
-        raise ConfigError(f"{owner}.{name} keys must be field names, got {bad[0]!r}")
-    return dict(value)
+# ---- the refiner (NeocorRAGCompressor, NeocorRAGPostprocessor)
+
+_DIAL = ("keep", "top_n", "decoding", "beam_width")
+"""The MinerConfig fields that are the refiner's own settings (the rest: ``miner_config``)."""
 
 
-# ---- calls: a query and a list of documents, or an InputError
+class RefinerSettings(EngineSettings, BaseModel):
+    """The refiner's settings and the miner it drives; both frameworks' refiners subclass it.
 
-
-def check_query(owner: str, query: Any) -> str:
-    """``query`` with lone surrogates replaced by U+FFFD
-    (:func:`~neocorrag_core.validation.clean_text`; callers go on with the returned
-    string), or an :class:`~neocorrag_core.errors.InputError` when it is not a non-empty
-    string (the engine needs a question to tie the documents to)."""
-    if not isinstance(query, str):
-        raise InputError(
-            f"{owner}: the query must be a non-empty string, got {type(query).__name__} "
-            f"{_short.repr(query)}"
-        )
-    if not query.strip():
-        raise InputError(
-            f"{owner}: the query is empty or only whitespace; pass the question to answer"
-        )
-    return clean_text(query)
-
-
-def check_sequence(owner: str, name: str, documents: Any, kind: str) -> list[Any]:
-    """``documents`` as a list, or an :class:`~neocorrag_core.errors.InputError` when it is
-    not a sequence (a list or tuple; a string, a mapping or a one-pass iterator is not)."""
-    if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Sequence):
-        raise InputError(
-            f"{owner}: {name} must be a list of {kind}, got {type(documents).__name__}"
-        )
-    return list(documents)
-
-
-def check_call_k(owner: str, k: Any) -> int:
-    """A per-call number of results: a positive integer (not a bool), else ``InputError``."""
-    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
-        raise InputError(
-            f"{owner}: k must be a positive integer, got {type(k).__name__} {_short.repr(k)}"
-        )
-    return int(k)
-
-
-@dataclass(frozen=True)
-class SourceDocument:
-    """A framework document reduced to what the engine reads; never modified."""
-
-    id: str | None
-    text: str
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    score: float | None = None
-
-
-@dataclass(frozen=True)
-class KeptItem:
-    """One input document that stays: its input position, the metadata to add to its copy
-    and, when the engine cut it to its evidence sentences, the text its copy gets."""
-
-    index: int
-    metadata: dict[str, Any]
-    text: str | None = None
-
-
-@dataclass(frozen=True)
-class Refinement:
-    """What an adapter must output for one query, framework-free.
-
-    ``kept`` is in retrieval order; ``chain_text`` is the block the miner's
-    ``chain_format`` writes: ``""`` by default (``"none"``), and whenever no chain was
-    found (then the keep mode's link rules alone decide, or, with no triples or
-    ``keep="paper"``, every document is kept and marked as passed through).
+    The fields hold what was given (they serialize: LlamaIndex ``to_dict`` / ``to_json``);
+    :class:`~neocorrag_core.chains.config.MinerConfig` checks them, at construction and
+    again only after one changed (a bad value assigned later is a ``ConfigError`` at the
+    next call). ``miner=`` shares an engine and its loaded models; the settings then apply
+    on top of its configuration. The miner's research settings
+    (:class:`~neocorrag_core.chains.config.MinerTuning`) are the engine's: share an
+    ``EvidenceChainMiner(tuning=...)`` to change them.
     """
 
-    kept: list[KeptItem]
-    chain_text: str
-    chain_metadata: dict[str, Any]
-    chain_id: str
-    source_indices: tuple[int, ...] = ()
-
-    def layout(self, *, include_chains: bool, position: ChainsPosition) -> list[KeptItem | None]:
-        """Output order: the kept items, with ``None`` standing for the chain document.
-
-        Without a chain document (``include_chains=False``, or a block with no text:
-        ``chain_format="none"``, ``"linking"`` with nothing that links, no chain found) the
-        run's metadata (every chain, the dropped documents, counts, timings) goes on the
-        first kept item instead, so it is never lost; see
-        :func:`~neocorrag_integrations.metadata_keys.run_metadata`.
-        """
-        if include_chains and self.chain_text:
-            items: list[KeptItem | None] = list(self.kept)
-            return [None, *items] if position == "first" else [*items, None]
-        if not self.kept:
-            return []
-        first = self.kept[0]
-        run = {k: v for k, v in self.chain_metadata.items() if k in RUN_KEYS}
-        return [replace(first, metadata={**first.metadata, **run}), *self.kept[1:]]
-
-
-_Model = TypeVar("_Model", bound=BaseModel)
-_OWN_LISTS = ("excluded_llm_metadata_keys", "excluded_embed_metadata_keys")
-
-
-def detached_copy(document: _Model) -> _Model:
-    """A copy of a caller's document (LangChain ``Document``, LlamaIndex node) that an
-    adapter may change without touching the original: its own metadata dict (empty for
-    ``None``), each value deep-copied, and its own excluded-keys lists.
-
-    Not one deep copy of the whole object: a value that cannot be deep-copied (a lock, a
-    client handle) would fail the whole call, and a LlamaIndex ``IndexNode.obj`` (a
-    sub-retriever or query engine) would be copied on every query and no longer be the
-    caller's object. Such values, and fields other than metadata, are shared.
-    """
-    out = document.model_copy()
-    metadata = getattr(document, "metadata", None) or {}
-    out.metadata = {key: _copied(value) for key, value in metadata.items()}  # type: ignore[attr-defined]
-    for name in _OWN_LISTS:
-        value = getattr(document, name, None)
-        if isinstance(value, list):
-            setattr(out, name, list(value))
-    return out
-
-
-def _copied(value: Any) -> Any:
-    try:
-        return copy.deepcopy(value)
-    except Exception:  # deepcopy of arbitrary user objects can raise anything: share it
-        return value
-
-
-def kept_metadata(original: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
-    """A kept copy's metadata: the original's, then this call's ``added`` keys. The run
-    keys (:data:`~neocorrag_integrations.metadata_keys.RUN_KEYS`) an earlier refinement
-    left on the document are dropped first, so refining an output again leaves one
-    call's chains in one place (this call's, where ``added`` or its chain document has
-    them)."""
-    return {**{k: v for k, v in original.items() if k not in RUN_KEYS}, **added}
-
-
-def checked_sources(documents: Sequence[SourceDocument]) -> list[SourceDocument]:
-    """``documents`` with ``None`` metadata read as empty; a text that is not a string or
-    metadata that is not a mapping is an :class:`InputError` naming the document.
-
-    A LangChain ``Document`` validates them at construction but not on assignment, so one
-    changed after it was built reaches us unchecked (LlamaIndex nodes validate both).
-    Lone surrogates in the id, the text and ``metadata["title"]`` are replaced by U+FFFD
-    (:func:`~neocorrag_core.validation.clean_text`), so ids, content hashes and store keys
-    are computed on valid text; the caller's document is not changed.
-    """
-    out = []
-    for i, doc in enumerate(documents):
-        if doc.metadata is None:
-            doc = replace(doc, metadata={})
-        if not isinstance(doc.text, str) or not isinstance(doc.metadata, Mapping):
-            what, value, expected = (
-                ("text", doc.text, "a string")
-                if not isinstance(doc.text, str)
-                else ("metadata", doc.metadata, "a dict")
-            )
-            raise InputError(
-                f"documents[{i}] (id {doc.id!r}): its {what} must be {expected}, got "
-                f"{type(value).__name__}"
-            )
-        out.append(_clean_source(doc))
-    return out
-
-
-def _clean_source(doc: SourceDocument) -> SourceDocument:
-    """``doc`` with its id, text and title cleaned (:func:`clean_text`); ``doc`` itself when
-    they are valid already."""
-    doc_id = clean_text(doc.id) if isinstance(doc.id, str) else doc.id
-    text = clean_text(doc.text)
-    metadata = doc.metadata
-    title = metadata.get("title")
-    if isinstance(title, str) and clean_text(title) is not title:
-        metadata = {**metadata, "title": clean_text(title)}
-    if doc_id is doc.id and text is doc.text and metadata is doc.metadata:
-        return doc
-    return replace(doc, id=doc_id, text=text, metadata=metadata)
-
-
-def to_passages(documents: Sequence[SourceDocument]) -> list[Passage]:
-    """Engine passages in input order; a missing or repeated document id gets ``#<rank>``.
-
-    The engine needs unique ids (a kept passage is found by which passage a triple came
-    from); retrievers may return documents without ids, or the same document twice.
-    """
-    documents = checked_sources(documents)
-    passages: list[Passage] = []
-    used: set[str] = set()
-    for rank, doc in enumerate(documents, start=1):
-        pid = doc.id if isinstance(doc.id, str) and doc.id and doc.id not in used else f"#{rank}"
-        while pid in used:  # a real id that happens to look like "#<rank>"
-            pid = f"#{pid}"
-        used.add(pid)
-        title = doc.metadata.get("title")
-        passages.append(
-            Passage(
-                id=pid,
-                text=doc.text,
-                title=title if isinstance(title, str) else "",
-                score=doc.score,
-                metadata=dict(doc.metadata),
-            )
-        )
-    return passages
-
-
-def plan_refinement(
-    miner: EvidenceChainMiner,
-    query: str,
-    documents: Sequence[SourceDocument],
-    overrides: Mapping[str, Any],
-) -> Refinement:
-    """Mine ``documents`` for ``query`` and decide what the adapter returns.
-
-    Raises :class:`~neocorrag_core.errors.InputError` for a query that is not a non-empty
-    string, as the engine does; lone surrogates in it are replaced (:func:`check_query`).
-    """
-    query = check_query("neocorrag", query)
-    documents = checked_sources(documents)
-    # A chain document from an earlier refinement is our own output, not evidence: it is not
-    # mined (it would take a top-N slot) and is replaced by this pass's chain document.
-    positions = [
-        i for i, doc in enumerate(documents) if doc.metadata.get(IS_EVIDENCE_CHAINS) is not True
-    ] or list(range(len(documents)))
-    passages = to_passages([documents[i] for i in positions])
-    result = miner.mine(query, passages, **overrides)
-    index_of = {p.id: positions[j] for j, p in enumerate(passages)}
-
-    def indices_of(passage_ids: Iterable[str]) -> list[int]:
-        return sorted({index_of[pid] for pid in passage_ids if pid in index_of})
-
-    kept = [
-        KeptItem(
-            index=index_of[k.passage.id],
-            metadata={
-                KEPT_REASON: k.reason.value,
-                RETRIEVAL_RANK: positions[k.rank - 1] + 1,
-                CHAIN_IDS: [i + 1 for i in k.chain_indices],
-                FALLBACK: result.fallback,
-                **({FOCUSED: True} if k.full_text is not None else {}),
-            },
-            text=None if k.full_text is None else k.passage.text,
-        )
-        for k in result.kept
-    ]
-    chains = []
-    sources: set[int] = set()
-    for number, chain in enumerate(result.chains, start=1):
-        indices = indices_of(chain.source_ids)
-        sources.update(indices)
-        chains.append(
-            {
-                "number": number,
-                "text": chain.text,
-                "triples": [
-                    {
-                        "subject": t.subject,
-                        "relation": t.relation,
-                        "object": t.object,
-                        "source_ranks": [i + 1 for i in indices_of(t.source_ids)],
-                    }
-                    for t in chain.triples
-                ],
-                "source_ranks": [i + 1 for i in indices],
-                "source_ids": [documents[i].id for i in indices],
-                "search_score": float(chain.search_score),
-                "lm_logprob": None if chain.lm_logprob is None else float(chain.lm_logprob),
-            }
-        )
-    chain_text = result.chain_text
-    chain_metadata = {
-        IS_EVIDENCE_CHAINS: True,
-        CHAINS: chains,
-        DROPPED_RANKS: [positions[d.rank - 1] + 1 for d in result.dropped],
-        DROPPED_IDS: [documents[positions[d.rank - 1]].id for d in result.dropped],
-        NUM_CANDIDATES: result.num_candidates,
-        TIMINGS: dict(result.timings),
-        NOTES: list(result.notes),
-    }
-    digest = hashlib.sha256(f"{query}\n{chain_text}".encode()).hexdigest()[:16]
-    return Refinement(
-        kept=kept,
-        chain_text=chain_text,
-        chain_metadata=chain_metadata,
-        chain_id=f"neocorrag-chains-{digest}",
-        source_indices=tuple(sorted(sources)),
-    )
-
-
-class RefinerSettings(BaseModel):
-    """Configuration shared by both adapters (pydantic fields), and the engine they drive.
-
-    The engine (an :class:`~neocorrag_core.EvidenceChainMiner`) lives in a private
-    attribute. It is built at construction, which is cheap: models load on first use. Pass
-    ``miner=`` to share one engine (and its loaded models) between several adapters; the
-    settings below then apply per call on top of that miner's own configuration.
-
-    Every setting is checked at construction, and a bad one (``top_n=2.5``, ``"3"``,
-    ``beam_width=True``, a NaN threshold or an unknown name in ``miner_config``, a wrong
-    type) raises :class:`~neocorrag_core.errors.ConfigError` naming the field, never a
-    pydantic ``ValidationError``: ``ConfigError`` is a ``ValueError`` (as
-    ``ValidationError`` is) and a ``TypeError``. Assigning a field later is not checked
-    here: a bad value set that way is rejected on the next call.
-    """
-
-    keep: KeepMode | None = Field(
+    keep: Any = Field(
         default=None,
-        description="The recall/noise dial: 'recall' (keeps the evidence), 'balanced', "
-        "'precise' or 'paper' (Eq. 8 as published); None = the engine's ('recall').",
+        description="The recall/noise dial: 'recall' (default), 'balanced', 'precise' or "
+        "'paper' (Eq. 8 as published); None = the miner's.",
     )
-    top_n: int | None = Field(
+    top_n: Any = Field(
+        default=None, description="Documents kept by retrieval rank alone; None = the keep mode's."
+    )
+    decoding: Any = Field(
         default=None,
-        ge=0,
-        description="Documents kept by retrieval rank alone (Eq. 8); None = the keep mode's.",
+        description="'none' (search scores, no LM; default), 'beam' or 'rank' (the LM chooses).",
     )
-    decoding: Decoding | None = Field(
-        default=None,
-        description="How chains are chosen: 'none' (search scores, no LM), 'beam' or 'rank' "
-        "(the LM); None = the engine's ('none').",
-    )
-    beam_width: int | None = Field(
-        default=None, ge=1, description="Chains chosen per query; None = the engine's (5)."
-    )
-    miner_config: dict[str, Any] = Field(
+    beam_width: Any = Field(default=None, description="Chains chosen; None = the miner's (5).")
+    miner_config: Any = Field(
         default_factory=dict,
-        description="Any other MinerConfig field, e.g. {'tau_edge': 0.4}.",
+        description="The other MinerConfig fields: passage_focus, chain_format, "
+        "max_chain_lines, query_entities, tau_node, tau_edge, tau_boost.",
     )
-    embedder: str | None = Field(
+    embedder: Any = Field(
         default=None,
-        description="Embedder name or folder; None = bundled MiniLM. An embeddings object "
-        "passed to the constructor goes to the engine instead and is not serialized.",
+        description="Embedder name or folder; None = bundled MiniLM (an embeddings object "
+        "passed to the constructor goes to the engine and is not serialized).",
     )
-    lm: str | None = Field(
+    lm: Any = Field(
         default=None,
-        description="Decoding LM: Hugging Face id or folder; None = bundled Qwen2.5-0.5B. "
-        "A model object passed to the constructor goes to the engine and is not serialized.",
+        description="Decoding LM name or folder; None = bundled Qwen2.5-0.5B (an object goes "
+        "to the engine and is not serialized).",
     )
-    include_chains: bool = Field(
+    include_chains: Any = Field(
         default=True,
-        description="Add one document holding the evidence chains when the miner's "
-        "chain_format writes a block (the default, 'none', writes none).",
+        description="Add the chain document when the chain_format writes a block.",
     )
-    chains_position: ChainsPosition = Field(
+    chains_position: Any = Field(
         default="first", description="Where the chain document goes: 'first' or 'last'."
     )
 
+    documents_name: ClassVar[str] = "documents"
+    documents_kind: ClassVar[str] = "documents, in retrieval order"
     _miner: EvidenceChainMiner = PrivateAttr()
+    _checked: tuple[Any, MinerConfig] = PrivateAttr()
 
     def __init__(
         self,
@@ -475,109 +345,71 @@ class RefinerSettings(BaseModel):
         triple_source: TripleSource | None = None,
         **data: Any,
     ) -> None:
-        """Build the settings and the (not yet loaded) engine.
-
-        Args:
-            miner: an engine to share; then ``embedder``, ``lm`` and ``triple_source``
-                must be left unset (they belong to that engine).
-            embedder: anything :func:`neocorrag_core.models.resolve_embedder` accepts
-                (e.g. a sentence-transformers name), or a LangChain or LlamaIndex
-                embeddings object (translated by its framework's ``as_embedder``).
-            lm: anything :func:`neocorrag_core.models.resolve_lm` accepts.
-            triple_source: where triples come from. Default: a
-                :class:`~neocorrag_core.triples.DefaultTripleSource` — ``metadata["triples"]``
-                where present, else the triple store, else spaCy (the ``spacy`` extra; what
-                it extracts is stored), else the document passes through with one warning.
-            **data: the pydantic fields above.
-        """
-        owner = type(self).__name__
+        """``miner``: an engine to share (then ``embedder``, ``lm`` and ``triple_source``
+        belong to it); ``embedder``: a name, folder, or an embeddings object of either
+        framework; ``lm``: anything :func:`~neocorrag_core.models.resolve_lm` accepts;
+        ``triple_source``: default :class:`~neocorrag_core.triples.DefaultTripleSource`
+        (``metadata["triples"]``, else the triple store, else spaCy); ``data``: the fields."""
+        owner = self._owner()
         names = {k: v for k, v in (("embedder", embedder), ("lm", lm)) if isinstance(v, str)}
         with config_errors(owner):
             super().__init__(**names, **data)
         if miner is not None:
-            reject_owned_settings(
-                "miner",
-                "set them on that EvidenceChainMiner, or pass them here without miner=",
-                embedder=embedder,
-                lm=lm,
-                triple_source=triple_source,
-            )
-            if not isinstance(miner, EvidenceChainMiner):
-                raise ConfigError(
-                    f"{owner}: miner must be an EvidenceChainMiner, got {type(miner).__name__}"
-                )
-            miner.config.with_overrides(**self.engine_overrides())  # validate now, not per call
-            self._miner = miner
+            self._miner = self._shared(
+                "miner", miner, EvidenceChainMiner,
+                embedder=embedder, lm=lm, triple_source=triple_source,
+            )  # fmt: skip
+            config = self._check(miner.config)
         else:
-            config = MinerConfig().with_overrides(**self.engine_overrides())
+            config = self._check(MinerConfig())
             self._miner = EvidenceChainMiner(
                 config,
                 embedder=engine_embedder(embedder),
                 lm=lm,
-                triple_source=triple_source if triple_source is not None else DefaultTripleSource(),
+                triple_source=triple_source or DefaultTripleSource(),
             )
+        for name in _DIAL:  # as the config holds them (a numpy integer as int)
+            if getattr(self, name) is not None:
+                setattr(self, name, getattr(config, name))
+        self._checked = (self._key(), config)
 
-    # Our own checks run before pydantic's (which would take "3" or 2.0 as an integer and
-    # "yes" as a flag); each raises ConfigError, which __init__ unwraps from pydantic's.
-    @field_validator("top_n", "beam_width", mode="before")
-    @classmethod
-    def _integers(cls, value: Any, info: ValidationInfo) -> Any:
-        minimum = 0 if info.field_name == "top_n" else 1
-        check_int(cls.__name__, str(info.field_name), value, minimum=minimum, optional=True)
-        return value if value is None else int(value)
+    def _key(self) -> Any:
+        given = self.miner_config
+        settings = [getattr(self, name) for name in (*_DIAL, "include_chains", "chains_position")]
+        return (self._miner.config, dict(given) if isinstance(given, Mapping) else given, settings)
 
-    @field_validator("keep", "decoding", "chains_position", mode="before")
-    @classmethod
-    def _choices(cls, value: Any, info: ValidationInfo) -> Any:
-        name = str(info.field_name)
-        if value is None and name != "chains_position":
-            return value  # None = the engine's
-        choices = {"keep": KeepMode, "decoding": Decoding, "chains_position": ChainsPosition}
-        check_choice(cls.__name__, name, value, get_args(choices[name]))
-        return value
-
-    @field_validator("include_chains", mode="before")
-    @classmethod
-    def _flags(cls, value: Any, info: ValidationInfo) -> Any:
-        check_bool(cls.__name__, str(info.field_name), value)
-        return value
-
-    @field_validator("embedder", "lm", mode="before")
-    @classmethod
-    def _names(cls, value: Any, info: ValidationInfo) -> Any:
-        return check_name(cls.__name__, str(info.field_name), value)
-
-    @field_validator("miner_config", mode="before")
-    @classmethod
-    def _known_fields(cls, value: Any) -> dict[str, Any]:
-        fields = check_fields(cls.__name__, "miner_config", value)
-        try:
-            MinerConfig().with_overrides(**fields)  # unknown names and bad values fail here
-        except ConfigError as err:
-            raise ConfigError(f"{cls.__name__}.miner_config: {err}") from err
-        return fields
+    def _check(self, base: MinerConfig) -> MinerConfig:
+        owner = self._owner()
+        for name in ("embedder", "lm"):
+            check_name(owner, name, getattr(self, name))
+        check_bool(owner, "include_chains", self.include_chains)
+        check_choice(owner, "chains_position", self.chains_position, ("first", "last"))
+        given = self.miner_config if self.miner_config is not None else {}
+        dial = [name for name in _DIAL if isinstance(given, Mapping) and name in given]
+        if dial:
+            raise ConfigError(
+                f"{owner}.miner_config: {', '.join(dial)} are settings of {owner} itself: "
+                f"{owner}({dial[0]}=...)"
+            )
+        config = self._config(base, given, "miner_config", whole=False)
+        dial_changes = {name: getattr(self, name) for name in _DIAL}
+        return self._config(config, {k: v for k, v in dial_changes.items() if v is not None}, "")
 
     @property
     def miner(self) -> EvidenceChainMiner:
         """The engine this adapter drives (share it with ``miner=`` in another adapter)."""
         return self._miner
 
-    def engine_overrides(self) -> dict[str, Any]:
-        """MinerConfig fields set on this adapter, applied on every call."""
-        overrides = dict(self.miner_config)
-        for name in ("keep", "top_n", "decoding", "beam_width"):
-            value = getattr(self, name)
-            if value is not None:
-                overrides[name] = value
-        return overrides
-
     def effective_config(self) -> MinerConfig:
-        """The engine configuration in force for this adapter's calls."""
-        return self._miner.config.with_overrides(**self.engine_overrides())
+        """The MinerConfig of this adapter's calls: its miner's with the settings above
+        (checked again only after a setting changed)."""
+        key = self._key()
+        if key != self._checked[0]:
+            self._checked = (key, self._check(self._miner.config))
+        return self._checked[1]
 
     def warm_up(self) -> None:
-        """Load the engine's models and open its store now, not at the first call
-        (:meth:`~neocorrag_core.EvidenceChainMiner.warm_up`); for service start-up."""
+        """Load the engine's models and open its store now, not at the first call."""
         self._miner.warm_up()
 
     def describe_engine(self) -> str:
@@ -585,18 +417,116 @@ class RefinerSettings(BaseModel):
         decoding = self.effective_config().decoding
         return f"neocorrag/{decoding}" + (f":{self.lm}" if self.lm and decoding != "none" else "")
 
-    def plan(self, query: str, documents: Sequence[SourceDocument]) -> Refinement:
-        """Mine and plan the output for one query (blocking; adapters run it in a thread).
-
-        Raises :class:`~neocorrag_core.errors.InputError` for a query that is not a
-        non-empty string.
-        """
-        owner = type(self).__name__
+    def check_call(self, query: Any, documents: Any) -> tuple[str, list[Any], list[Fields]]:
+        """The query and the documents of one call, checked once, here at the edge: the
+        query, the documents, and what is read of each (an ``InputError`` for a foreign
+        object or field)."""
+        owner = self._owner()
         query = check_query(owner, query)
-        # The two output settings never reach the engine: check a value assigned later here.
-        check_bool(owner, "include_chains", self.include_chains)
-        check_choice(owner, "chains_position", self.chains_position, ("first", "last"))
-        return plan_refinement(self._miner, query, documents, self.engine_overrides())
+        documents = check_sequence(owner, self.documents_name, documents, self.documents_kind)
+        fields = [read_fields(i, self._fields(i, doc)) for i, doc in enumerate(documents)]
+        return query, documents, fields
+
+    def refine(self, query: str, documents: list[Any], fields: list[Fields]) -> list[Any]:
+        """Refine ``documents`` for ``query`` (as :meth:`check_call` returns them): their
+        fields become passages, the miner's result copies of the kept documents (blocking;
+        the async methods run it in one worker thread)."""
+        config = self.effective_config()
+        if not documents:
+            return []
+        # A chain document of an earlier refinement is our output, not evidence: it is not
+        # mined (it would take a top-N slot) and is replaced by this call's.
+        positions = [
+            i for i, item in enumerate(fields) if item[2].get(IS_EVIDENCE_CHAINS) is not True
+        ] or list(range(len(documents)))
+        passages = to_passages([fields[i] for i in positions])
+        # What an EviReform retriever before this refiner knows: a hop it searched for on
+        # purpose is kept even when nothing links it to the other documents.
+        found = provenance_in_metadata(passages)
+        result = self._miner.mine_unchecked(query, passages, config, provenance=found)
+        return self._output(query, documents, [f[0] for f in fields], positions, passages, result)
+
+    def _output(
+        self,
+        query: str,
+        documents: list[Any],
+        doc_ids: list[Any],
+        positions: list[int],
+        passages: list[Passage],
+        result: MiningResult,
+    ) -> list[Any]:
+        index_of = {p.id: positions[j] for j, p in enumerate(passages)}
+
+        def ranks(passage_ids: Any) -> list[int]:
+            return sorted({index_of[pid] for pid in passage_ids if pid in index_of})
+
+        chains, sources = [], set()
+        for number, chain in enumerate(result.chains, start=1):
+            indices = ranks(chain.source_ids)
+            sources.update(indices)
+            chains.append(
+                {
+                    "number": number,
+                    "text": chain.text,
+                    "triples": [
+                        {
+                            "subject": t.subject,
+                            "relation": t.relation,
+                            "object": t.object,
+                            "source_ranks": [i + 1 for i in ranks(t.source_ids)],
+                        }
+                        for t in chain.triples
+                    ],
+                    "source_ranks": [i + 1 for i in indices],
+                    "source_ids": [doc_ids[i] for i in indices],
+                    "search_score": float(chain.search_score),
+                    "lm_logprob": None if chain.lm_logprob is None else float(chain.lm_logprob),
+                }
+            )
+        dropped = [positions[d.rank - 1] for d in result.dropped]
+        run = {
+            CHAINS: chains,
+            DROPPED_RANKS: [i + 1 for i in dropped],
+            DROPPED_IDS: [doc_ids[i] for i in dropped],
+            NUM_CANDIDATES: result.num_candidates,
+            TIMINGS: dict(result.timings),
+            NOTES: list(result.notes),
+        }
+        block = result.chain_text if self.include_chains else ""
+        out: list[Any] = []
+        for k in result.kept:
+            added = {
+                KEPT_REASON: k.reason.value,
+                RETRIEVAL_RANK: positions[k.rank - 1] + 1,
+                CHAIN_IDS: [i + 1 for i in k.chain_indices],
+                FALLBACK: result.fallback,
+                **({FOCUSED: True} if k.full_text is not None else {}),
+                **(run if not block and not out else {}),  # no chain document: on the first
+            }
+            text = None if k.full_text is None else k.passage.text
+            out.append(self._kept_copy(documents[index_of[k.passage.id]], added, text))
+        if not block:
+            return out
+        digest = hashlib.sha256(f"{query}\n{block}".encode()).hexdigest()[:16]
+        chain_doc = self._chain_document(
+            block,
+            {IS_EVIDENCE_CHAINS: True, **run},
+            f"neocorrag-chains-{digest}",
+            [documents[i] for i in sorted(sources)],
+        )
+        return [chain_doc, *out] if self.chains_position == "first" else [*out, chain_doc]
+
+    # The framework's part: read a document, copy a kept one, make the chain document.
+    def _fields(self, position: int, document: Any) -> Fields:
+        raise NotImplementedError
+
+    def _kept_copy(self, original: Any, added: dict[str, Any], text: str | None) -> Any:
+        raise NotImplementedError
+
+    def _chain_document(
+        self, text: str, metadata: dict[str, Any], chain_id: str, sources: list[Any]
+    ) -> Any:
+        raise NotImplementedError
 
     # Pickle like a plain pydantic model: fields and the private engine (which drops its
     # loaded models). LlamaIndex's BaseComponent would instead re-run __init__ from the
@@ -606,3 +536,19 @@ class RefinerSettings(BaseModel):
 
     def __setstate__(self, state: dict[Any, Any]) -> None:
         BaseModel.__setstate__(self, state)
+
+
+__all__ = [
+    "EngineSettings",
+    "Fields",
+    "ModelsSource",
+    "RefinerSettings",
+    "check_call_k",
+    "check_query",
+    "check_sequence",
+    "detached_copy",
+    "kept_metadata",
+    "passage",
+    "read_fields",
+    "to_passages",
+]

@@ -38,25 +38,26 @@ from neocorrag_core.triples.store import CacheStats
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import clean_text
 from neocorrag_integrations._common import (
-    SourceDocument,
+    Fields,
     check_sequence,
     detached_copy,
+    read_fields,
     to_passages,
 )
 
-__all__ = ["TripleExtractorTransformer", "document_passages", "document_source"]
+__all__ = ["TripleExtractorTransformer", "document_fields", "document_passages"]
 
 
-def document_source(doc: Document) -> SourceDocument:
-    """What neocorrag reads of a LangChain document (``page_content``, id, metadata): the one
-    conversion the compressor, the EviReform retriever and this transformer share, so the
-    store key written at ingestion (the hash of title and text) is the one read at query time."""
-    return SourceDocument(doc.id, doc.page_content, doc.metadata)
+def document_fields(doc: Document) -> Fields:
+    """What neocorrag reads of a LangChain document (id, ``page_content``, metadata): the one
+    reading the compressor, the EviReform retriever and this transformer share, so the store
+    key written at ingestion (the hash of title and text) is the one read at query time."""
+    return doc.id, doc.page_content, doc.metadata, None
 
 
 def document_passages(documents: Sequence[Document]) -> list[Passage]:
     """The engine passages of ``documents``, exactly as the compressor builds them."""
-    return to_passages([document_source(doc) for doc in documents])
+    return to_passages([read_fields(i, document_fields(d)) for i, d in enumerate(documents)])
 
 
 class TripleExtractorTransformer(BaseDocumentTransformer):

@@ -43,24 +43,22 @@ from neocorrag_core.triples.precomputed import METADATA_KEY
 from neocorrag_core.triples.store import CacheStats
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import clean_text
-from neocorrag_integrations._common import SourceDocument, check_sequence, to_passages
+from neocorrag_integrations._common import Fields, check_sequence, read_fields, to_passages
 
-__all__ = ["TripleExtractorTransform", "node_passages", "node_source"]
+__all__ = ["TripleExtractorTransform", "node_fields", "node_passages"]
 
 
-def node_source(node: BaseNode, score: float | None = None) -> SourceDocument:
-    """What neocorrag reads of a LlamaIndex node (its text without metadata, id, metadata):
-    the one conversion the postprocessor, the EviReform retriever and this transform share,
-    so the store key written at ingestion (the hash of title and text) is the one read at
+def node_fields(node: BaseNode, score: float | None = None) -> Fields:
+    """What neocorrag reads of a LlamaIndex node (id, its text without metadata, metadata):
+    the one reading the postprocessor, the EviReform retriever and this transform share, so
+    the store key written at ingestion (the hash of title and text) is the one read at
     query time."""
-    return SourceDocument(
-        node.node_id, node.get_content(metadata_mode=MetadataMode.NONE), node.metadata, score
-    )
+    return node.node_id, node.get_content(metadata_mode=MetadataMode.NONE), node.metadata, score
 
 
 def node_passages(nodes: Sequence[BaseNode]) -> list[Passage]:
     """The engine passages of ``nodes``, exactly as the postprocessor builds them."""
-    return to_passages([node_source(node) for node in nodes])
+    return to_passages([read_fields(i, node_fields(n)) for i, n in enumerate(nodes)])
 
 
 class TripleExtractorTransform(TransformComponent):

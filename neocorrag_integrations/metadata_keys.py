@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from neocorrag_core.evireform.provenance import PROVENANCE_KEY
+
 # --- written by NeocorRAGCompressor / NeocorRAGPostprocessor
 KEPT_REASON = "neocorrag_kept_reason"
 """Why a document was kept: ``"top_n"``, ``"chain"``, ``"query_entity"``, ``"bridge"`` or
@@ -90,6 +92,11 @@ RESIDUAL_QUERIES = "neocorrag_residual_queries"
 ``{"text", "kind", "round"}``, in the order they were sent."""
 EVIREFORM_EVIDENCE = "neocorrag_evireform_evidence"
 """The propositions selected as evidence (the same on each document of one call)."""
+PROVENANCE = PROVENANCE_KEY
+"""Only on a document a residual query found on purpose for a bridge entity, or that holds
+a selected evidence fact: ``{"bridge": str, "evidence": bool}``. A NeocorRAG compressor or
+postprocessor after the retriever reads it and keeps such a document even when nothing
+links it to the others (kept reason ``"found_hop"`` or ``"evidence"``)."""
 
 REFORMULATION_KEYS = (
     EVIREFORM_RANK,
@@ -100,9 +107,10 @@ REFORMULATION_KEYS = (
     RESIDUAL_QUERIES,
     EVIREFORM_EVIDENCE,
 )
-"""Every metadata key the reformulating retrievers add."""
+"""Every metadata key the reformulating retrievers add to every document (and
+:data:`PROVENANCE`, to some)."""
 
-ALL_KEYS = REFINEMENT_KEYS + REFORMULATION_KEYS
+ALL_KEYS = (*REFINEMENT_KEYS, *REFORMULATION_KEYS, PROVENANCE)
 """Every key any adapter writes; all start with ``neocorrag_``."""
 
 

@@ -64,7 +64,7 @@ class FreeDecodingAblation:
         config = self.miner.config
         # decoding="none" with beam_width = M returns every candidate of stage a.
         searched = self.miner.mine(
-            question, passages, decoding="none", beam_width=config.num_candidates
+            question, passages, decoding="none", beam_width=self.miner.tuning.num_candidates
         )
         timings = dict(searched.timings)
         timings.pop("refine", None)
@@ -85,7 +85,7 @@ class FreeDecodingAblation:
             for text in texts
         ]
         started = time.perf_counter()
-        kept, dropped = refine_passages(passages, chains, config.kept_top_n)
+        kept, dropped = refine_passages(passages, chains, config.kept_top_n, keep="paper")
         timings["refine"] = time.perf_counter() - started
         candidate_texts = {c.text for c in candidates}
         info.update(
@@ -124,7 +124,7 @@ class FreeDecodingAblation:
         config, lm = self.miner.config, self.miner.lm
         with lm.lock:
             prompt = self.miner.decoding_prompt_ids(
-                question, entities, passages, config, candidates
+                question, entities, passages, self.miner.tuning, candidates
             )
             end_id = lm.end_of_turn_id
             inputs = input_ids_tensor(lm, [prompt])

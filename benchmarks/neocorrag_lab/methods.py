@@ -126,6 +126,12 @@ LAB_METHODS: tuple[MethodSpec, ...] = (
         "evireform-rerank", "EviReform control: residual queries re-score the first pool only"
     ),
     _evireform("evireform-neocorrag", "EviReform top-k, then neocorrag-beam refinement"),
+    MethodSpec(
+        "evireform-refined-plain",
+        "evireform-refined's control: the refiner not told what EviReform found on purpose",
+        "neocorrag_core.eval.pipeline_methods:build",
+        version="neocorrag_core.eval.pipeline_methods:method_version",
+    ),
     _belief("closed-book", "the answer generator without documents"),
     _belief("single-shot", "the retrieved top-k, answered once"),
     _belief(
@@ -164,6 +170,7 @@ LAB_METHODS: tuple[MethodSpec, ...] = (
     ),
     _peer("lc-llm-filter", "LangChain LLMChainFilter (same LM, generated YES/NO)"),
     _peer("lc-llm-filter-logits", "LLMChainFilter prompt, YES/NO read from next-token logits"),
+    _peer("lc-multiquery-ef", "LangChain MultiQueryRetriever (same LM), then EmbeddingsFilter"),
 )
 """The lab's methods, in the order ``neocorrag eval --help`` lists them after the
 product's."""

@@ -15,6 +15,10 @@ LangChain here.
 * ``lc-llm-filter-logits``: the same prompt, but the decision is whether the LM's
   next-token logit for "YES" beats "NO" (one forward pass per document): a fairer
   reading of a small LM that rarely writes a clean YES.
+* ``lc-multiquery-ef``: what a LangChain user tries for multi-hop retrieval instead of
+  EviReform -> refiner: ``MultiQueryRetriever`` (the local LM writes 3 versions of the
+  question; the question itself included) over the run's search at k, then
+  ``EmbeddingsFilter`` (``--embeddings-threshold``, at most k documents, best first).
 """
 
 from __future__ import annotations
@@ -39,9 +43,12 @@ try:
     from langchain_classic.retrievers.document_compressors.chain_filter_prompt import (
         prompt_template as LLM_FILTER_PROMPT,
     )
+    from langchain_classic.retrievers.multi_query import MultiQueryRetriever
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
     from langchain_core.language_models.llms import LLM
+    from langchain_core.retrievers import BaseRetriever
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "the LangChain baselines need langchain-classic and langchain-community: "
@@ -213,6 +220,61 @@ class LogitsYesNoFilterMethod:
         )
 
 
+class _SearchRetriever(BaseRetriever):
+    """The run's ``search(query, k)`` as a LangChain retriever (documents keep the id)."""
+
+    search: Any
+    k: int = 5
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return [
+            Document(page_content=render_passage(p), metadata={"id": p.id, "passage": p})
+            for p in self.search(query, self.k)
+        ]
+
+
+class MultiQueryFilterMethod:
+    """LangChain ``MultiQueryRetriever`` with the local LM, then ``EmbeddingsFilter``."""
+
+    name = "lc-multiquery-ef"
+
+    def __init__(self, lm: LanguageModel, embedder: TextEmbedder, threshold: float) -> None:
+        self.counter = TokenCounter()
+        self.llm = LocalChatLLM(lm=lm, counter=self.counter, max_new_tokens=96)
+        self.embeddings = LangChainEmbeddings(embedder)
+        self.threshold = threshold
+
+    def refine(self, call: MethodInput) -> MethodOutput:
+        """Search with the question and the LM's versions of it; keep the k most similar."""
+        k = call.k or len(call.passages) or 5
+        self.counter.prompt = self.counter.generated = 0
+        started = time.perf_counter()
+        retriever = MultiQueryRetriever.from_llm(
+            retriever=_SearchRetriever(search=call.search, k=k),
+            llm=self.llm,
+            include_original=True,
+        )
+        pooled = retriever.invoke(call.question)
+        searched = time.perf_counter()
+        cut = EmbeddingsFilter(embeddings=self.embeddings, similarity_threshold=self.threshold, k=k)
+        kept = cut.compress_documents(pooled, call.question)
+        by_id = {p.id: p for p in [*call.passages, *_passages_of(pooled)]}
+        return MethodOutput(
+            passages=[by_id[d.metadata["id"]] for d in kept],
+            prompt_tokens=self.counter.prompt,
+            generated_tokens=self.counter.generated,
+            timings={"multi_query": searched - started, "filter": time.perf_counter() - searched},
+            info={"pooled": len(pooled), "threshold": self.threshold},
+        )
+
+
+def _passages_of(documents: Sequence[Document]) -> list[Passage]:
+    """The passages :class:`_SearchRetriever` put in the documents' metadata."""
+    return [d.metadata["passage"] for d in documents if "passage" in d.metadata]
+
+
 def build(name: str, context: BuildContext) -> Any:
     """The baseline called ``name``, on the context miner's embedder and LM."""
     miner = context.miner
@@ -225,6 +287,8 @@ def build(name: str, context: BuildContext) -> Any:
         return LLMChainFilterMethod(miner.lm)
     if name == "lc-llm-filter-logits":
         return LogitsYesNoFilterMethod(miner.lm)
+    if name == "lc-multiquery-ef":
+        return MultiQueryFilterMethod(miner.lm, miner.embedder, context.embeddings_threshold)
     raise ValueError(f"not a LangChain baseline: {name!r}")
 
 
@@ -234,5 +298,6 @@ __all__ = [
     "LangChainEmbeddings",
     "LocalChatLLM",
     "LogitsYesNoFilterMethod",
+    "MultiQueryFilterMethod",
     "build",
 ]

@@ -1,12 +1,21 @@
-"""Settings of the evidence-state controller: the paper's thresholds, our caps and priors."""
+"""Settings of the evidence-state controller: :class:`BeliefConfig`, what a user chooses (when it
+answers, its caps, how it measures), and :class:`BeliefTuning`, the research settings (the
+paper's other thresholds, the belief update, the ablation switches) the lab varies."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from neocorrag_core.errors import ConfigError
-from neocorrag_core.validation import check_bool, check_choice, check_int, check_number
+from neocorrag_core.validation import (
+    Settings,
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+    with_changes,
+)
 
 REFINE_MODES = ("none", "all", "first-search")
 """``BeliefConfig.refine_answer``: what the answer generator reads (every passage, the
@@ -18,11 +27,15 @@ every measured step (the paper's loop)."""
 
 
 @dataclass(frozen=True)
-class BeliefConfig:
-    """Thresholds, caps and the belief update's blend; defaults are BeliefRAG's (appendix A.4).
+class BeliefTuning(Settings):
+    """The controller's research settings: the paper's other thresholds, the belief update's
+    blend, and the ablation switches of its Table 4.
+
+    ``BeliefController(..., tuning=BeliefTuning(...))`` takes them; the adapters leave them at
+    these defaults (pass a ready ``controller=``). The lab's methods and the eval's
+    ``--belief KEY=VALUE`` name a field of either object (:func:`belief_settings`).
 
     Thresholds
-        answer_threshold: ANSWER once the calibrated answerability reaches it (paper: 0.50).
         conflict_threshold: evidence whose conflict belief reaches it is corrected (0.50).
         reliability_threshold: evidence whose reliability belief falls below it is
             corrected (0.30).
@@ -30,6 +43,59 @@ class BeliefConfig:
             reaches it (0.10).
         low_novelty: a search whose share of new passages is below it is followed by a
             REWRITE instead of another RETRIEVE with the same query style (0.20).
+
+    Belief update
+        blend: weight of the previous belief in the logit-space blend with the belief the
+            new diagnostics imply (0: forget the past; the paper gives no value).
+        correct_problems: ``False`` is the ablation without correction (no VERIFY).
+        replace_dropped: ``False`` is the prune-only ablation: VERIFY drops without
+            searching for replacements.
+        live_answerability: ``False`` is the frozen-answerability ablation: the first
+            step's answerability is reused for the whole episode.
+        fitted_retrieval_value: ``True``: the value of another search is the expected
+            gain of the fitted after-search model over the answerability; ``False``: the
+            unfitted prior ``gap * (1 - answerability) * (1 - cost)``
+            (:func:`~neocorrag_core.belief.rules.retrieval_value`).
+    """
+
+    conflict_threshold: float = 0.50
+    reliability_threshold: float = 0.30
+    min_retrieval_value: float = 0.10
+    low_novelty: float = 0.20
+    blend: float = 0.3
+    correct_problems: bool = True
+    replace_dropped: bool = True
+    live_answerability: bool = True
+    fitted_retrieval_value: bool = True
+
+    def __post_init__(self) -> None:
+        owner = "BeliefTuning"
+        for name in (
+            "conflict_threshold",
+            "reliability_threshold",
+            "min_retrieval_value",
+            "low_novelty",
+            "blend",
+        ):
+            check_number(owner, name, getattr(self, name), low=0.0, high=1.0)
+        for name in (
+            "correct_problems",
+            "replace_dropped",
+            "live_answerability",
+            "fitted_retrieval_value",
+        ):
+            check_bool(owner, name, getattr(self, name))
+        self._plain_numbers()
+
+
+@dataclass(frozen=True)
+class BeliefConfig(Settings):
+    """What a user chooses of the controller: when it answers or abstains, its caps, and how
+    it measures; defaults are BeliefRAG's (appendix A.4) where it has one. Research
+    settings: :class:`BeliefTuning`.
+
+    Answer or abstain
+        answer_threshold: ANSWER once the calibrated answerability reaches it (paper: 0.50).
         abstain_below: when the controller runs out of useful actions it ABSTAINs if the
             answerability is below this, else it STOPs with a best-effort answer. The
             paper gives no value. 0.05: abstain only where a right answer is very
@@ -77,26 +143,11 @@ class BeliefConfig:
             workspace, the verifier, the query writer and relevance see every passage
             whatever the mode. Ours, not the paper's (docs/belief.md, "Refining the
             answer's evidence").
-
-    Belief update
-        blend: weight of the previous belief in the logit-space blend with the belief the
-            new diagnostics imply (0: forget the past; the paper gives no value).
-        correct_problems: ``False`` is the ablation without correction (no VERIFY).
-        replace_dropped: ``False`` is the prune-only ablation: VERIFY drops without
-            searching for replacements.
-        live_answerability: ``False`` is the frozen-answerability ablation: the first
-            step's answerability is reused for the whole episode.
-        fitted_retrieval_value: ``True``: the value of another search is the expected
-            gain of the fitted after-search model over the answerability; ``False``: the
-            unfitted prior ``gap * (1 - answerability) * (1 - cost)``
-            (:func:`~neocorrag_core.belief.rules.retrieval_value`).
     """
 
+    research: ClassVar[type[Settings] | None] = BeliefTuning
+
     answer_threshold: float = 0.50
-    conflict_threshold: float = 0.50
-    reliability_threshold: float = 0.30
-    min_retrieval_value: float = 0.10
-    low_novelty: float = 0.20
     abstain_below: float = 0.05
     k: int = 5
     max_rounds: int = 4
@@ -104,53 +155,29 @@ class BeliefConfig:
     max_evidence: int = 8
     max_corrections: int = 2
     min_searches: int = 1
-    blend: float = 0.3
-    correct_problems: bool = True
-    replace_dropped: bool = True
-    live_answerability: bool = True
-    fitted_retrieval_value: bool = True
     verify: str = "auto"
     refine_answer: str = "none"
 
     def __post_init__(self) -> None:
         owner = "BeliefConfig"
-        for name in (
-            "answer_threshold",
-            "conflict_threshold",
-            "reliability_threshold",
-            "min_retrieval_value",
-            "low_novelty",
-            "abstain_below",
-            "blend",
-        ):
+        for name in ("answer_threshold", "abstain_below"):
             check_number(owner, name, getattr(self, name), low=0.0, high=1.0)
         for name in ("k", "max_rounds", "max_tokens", "max_evidence", "min_searches"):
             check_int(owner, name, getattr(self, name), minimum=1)
         check_int(owner, "max_corrections", self.max_corrections, minimum=0)
-        for name in (
-            "correct_problems",
-            "replace_dropped",
-            "live_answerability",
-            "fitted_retrieval_value",
-        ):
-            check_bool(owner, name, getattr(self, name))
         check_choice(owner, "verify", self.verify, VERIFY_MODES)
         check_choice(owner, "refine_answer", self.refine_answer, REFINE_MODES)
+        self._plain_numbers()
 
-    def with_overrides(self, **overrides: Any) -> BeliefConfig:
-        """A copy with some fields changed; unknown names raise :class:`ConfigError`."""
-        known = {f.name for f in fields(self)}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise ConfigError(
-                f"unknown BeliefConfig field(s): {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(known))}"
-            )
-        return replace(self, **overrides)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict of every field (for reports and run metadata)."""
-        return asdict(self)
+def belief_settings(
+    config: BeliefConfig | None = None,
+    tuning: BeliefTuning | None = None,
+    changes: Mapping[str, Any] | None = None,
+) -> tuple[BeliefConfig, BeliefTuning]:
+    """``config`` and ``tuning`` (defaults when ``None``) with the flat ``changes`` (field
+    name -> value, of either class) applied; an unknown name is a ``ConfigError``."""
+    return with_changes(config or BeliefConfig(), tuning or BeliefTuning(), changes or {})
 
 
 def default_verify(lm: Any, *, refitted: bool) -> str:
@@ -212,6 +239,8 @@ __all__ = [
     "PRESET_SETTINGS",
     "VERIFY_MODES",
     "BeliefConfig",
+    "BeliefTuning",
+    "belief_settings",
     "config_with_default_verify",
     "default_config",
     "default_verify",

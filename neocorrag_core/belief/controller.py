@@ -37,7 +37,7 @@ from .components import (
     Verifier,
     VerifierReply,
 )
-from .config import BeliefConfig, config_with_default_verify
+from .config import BeliefConfig, BeliefTuning, belief_settings, config_with_default_verify
 from .refined_answer import refine_for_answer
 from .rules import Budget, VerifierCheck, decide, out_of_budget, retrieval_value, verifier_needed
 from .state import update_belief
@@ -129,6 +129,7 @@ class BeliefController:
         calibrator: AnswerabilityCalibrator | None = None,
         after_search: AnswerabilityCalibrator | None = None,
         config: BeliefConfig | None = None,
+        tuning: BeliefTuning | None = None,
         miner: EvidenceChainMiner | None = None,
     ) -> None:
         for name, value, proto in (
@@ -139,7 +140,7 @@ class BeliefController:
             ("miner", miner, EvidenceChainMiner),
         ):
             check_instance("BeliefController", name, value, proto, optional=name == "miner")
-        _check_settings(calibrator, after_search, config)
+        _check_settings(calibrator, after_search, config, tuning)
         self.verifier = verifier
         self.generator = generator
         # Kept even when refinement is off: a call may turn it on (run(refine_answer="all")).
@@ -149,6 +150,7 @@ class BeliefController:
         self.calibrator = calibrator or AnswerabilityCalibrator.load()
         self.after_search = after_search or AnswerabilityCalibrator.load(shipped=AFTER_SEARCH_FILE)
         self.config = config or BeliefConfig()
+        self.tuning = tuning or BeliefTuning()
 
     @classmethod
     def from_models(
@@ -160,6 +162,7 @@ class BeliefController:
         calibrator: AnswerabilityCalibrator | None = None,
         after_search: AnswerabilityCalibrator | None = None,
         config: BeliefConfig | None = None,
+        tuning: BeliefTuning | None = None,
         **options: Any,
     ) -> BeliefController:
         """A controller whose four components run on one LM and one embedder.
@@ -184,7 +187,7 @@ class BeliefController:
         from .defaults import answer_miner, default_components, shared_models
 
         chat_model_or_none("BeliefController.from_models", lm)  # the fix, before anything
-        _check_settings(calibrator, after_search, config)
+        _check_settings(calibrator, after_search, config, tuning)
         refitted = calibrator is not None or after_search is not None
         config = config_with_default_verify(config, lm, refitted=refitted)
         if not refitted and (pair := shipped_pair(lm)) is not None:
@@ -198,6 +201,7 @@ class BeliefController:
             calibrator=calibrator,
             after_search=after_search,
             config=config,
+            tuning=tuning,
             miner=miner,
         )
 
@@ -206,12 +210,12 @@ class BeliefController:
     def run(self, question: str, search: SearchFn, **overrides: Any) -> BeliefResult:
         """One episode for ``question``; ``search(query, k)`` returns passages, best first.
 
-        Keyword overrides change :class:`BeliefConfig` fields for this call only
+        Keyword overrides change fields of ``config`` or ``tuning`` for this call only
         (all but ``max_evidence``, which the components' prompts were sized for). Lone
         surrogates in ``question`` are replaced by U+FFFD before any search or model sees it.
         """
         started = time.perf_counter()
-        episode = self._episode(question, self._config(overrides))
+        episode = self._episode(question, *self._settings(overrides))
         step = _advance(episode, None)
         while not isinstance(step, BeliefResult):
             query, k = step
@@ -222,7 +226,7 @@ class BeliefController:
     async def arun(self, question: str, search: AsyncSearchFn, **overrides: Any) -> BeliefResult:
         """Async :meth:`run`: the searches are awaited, model calls run in a worker thread."""
         started = time.perf_counter()
-        episode = self._episode(question, self._config(overrides))
+        episode = self._episode(question, *self._settings(overrides))
         step = await asyncio.to_thread(_advance, episode, None)
         while not isinstance(step, BeliefResult):
             query, k = step
@@ -231,7 +235,7 @@ class BeliefController:
         step.timings["total"] = time.perf_counter() - started
         return step
 
-    def _config(self, overrides: dict[str, Any]) -> BeliefConfig:
+    def _settings(self, overrides: dict[str, Any]) -> tuple[BeliefConfig, BeliefTuning]:
         if "max_evidence" in overrides and overrides["max_evidence"] != self.config.max_evidence:
             # The components' prompt budgets were sized for it when they were built; a
             # larger workspace would hold passages no model ever sees.
@@ -239,11 +243,11 @@ class BeliefController:
                 "max_evidence cannot change per call (the components' prompts were sized "
                 "for it); build a controller with BeliefConfig(max_evidence=...)"
             )
-        return self.config.with_overrides(**overrides) if overrides else self.config
+        return belief_settings(self.config, self.tuning, overrides)
 
     # ------------------------------------------------------------------ the episode
 
-    def _episode(self, question: str, config: BeliefConfig) -> _Episode:
+    def _episode(self, question: str, config: BeliefConfig, tuning: BeliefTuning) -> _Episode:
         if not isinstance(question, str) or not question.strip():
             raise InputError("question must be a non-empty string")
         question = clean_text(question)  # lone surrogates: U+FFFD, before any model sees it
@@ -257,7 +261,7 @@ class BeliefController:
             )
             # A correction in progress decides the next step by itself (rule 1): no need to
             # pay for measuring the evidence it is about to change.
-            forced = st.pending > 0 and config.replace_dropped and can_search
+            forced = st.pending > 0 and tuning.replace_dropped and can_search
             # So does a search scheduled before the first measurement (min_searches).
             scheduled_left = config.min_searches - st.rounds if st.belief is None else 0
             room = st.workspace.has_room
@@ -269,18 +273,18 @@ class BeliefController:
             over_budget = measured_now and st.belief is not None and not st.can_measure(config)
             measured_now = measured_now and not over_budget
             if measured_now:
-                self._measure(question, st, config)
+                self._measure(question, st, config, tuning)
                 search_cost = st.search_cost(config.k)
             # Nothing is known before the first measurement (the first search, and any
             # scheduled ones): no answerability to decide on, or to freeze.
             known = st.belief is not None
             answerability = self.calibrator.predict(st.diagnostics) if known else 0.0
-            if known and not config.live_answerability:
+            if known and not tuning.live_answerability:
                 st.frozen = answerability if st.frozen is None else st.frozen
                 answerability = st.frozen
             after = (
                 self.after_search.predict(st.diagnostics)
-                if known and config.fitted_retrieval_value
+                if known and tuning.fitted_retrieval_value
                 else None
             )
             current = st.belief or Belief()
@@ -306,6 +310,7 @@ class BeliefController:
                     config,
                     search_cost=search_cost,
                     after_search=after,
+                    tuning=tuning,
                 )
             )
             if measured_now and st.verifier_note:
@@ -324,7 +329,7 @@ class BeliefController:
             if decision.action is Action.VERIFY:
                 gone = st.workspace.drop(measured.drop_ids, step=index, reason=decision.reason)
                 st.corrections += 1
-                st.pending = len(gone) if config.replace_dropped else 0
+                st.pending = len(gone) if tuning.replace_dropped else 0
             elif decision.action in (Action.RETRIEVE, Action.REWRITE):
                 query, decision = self._query(question, decision, st, scheduled=scheduled)
                 if query is not None:
@@ -415,7 +420,9 @@ class BeliefController:
         st.writer_cost = st.tally.total - before
         return text, Decision(decision.action, decision.reason, text)
 
-    def _measure(self, question: str, st: _State, config: BeliefConfig) -> None:
+    def _measure(
+        self, question: str, st: _State, config: BeliefConfig, tuning: BeliefTuning
+    ) -> None:
         """A draft answer and the local diagnostics of the current evidence, then the
         verifier call when its reply could change the decision (:meth:`_verifier_check`);
         then the belief update."""
@@ -449,7 +456,7 @@ class BeliefController:
             gap=None,
             answer_confidence=None if draft.confidence is None else _unit(draft.confidence),
         )
-        check = self._verifier_check(local, st, config)
+        check = self._verifier_check(local, st, config, tuning)
         st.verifier_note = "" if check.needed else check.why
         if check.needed:
             reply = st.call(
@@ -474,7 +481,7 @@ class BeliefController:
                 drop_ids=tuple(pid for pid in dict.fromkeys(reply.drop_ids) if pid in present),
             )
         st.diagnostics = local
-        st.belief = update_belief(st.belief, st.diagnostics, blend=config.blend)
+        st.belief = update_belief(st.belief, st.diagnostics, blend=tuning.blend)
         st.measure_cost = st.tally.total - before
         st.measure_cost_per_passage = st.measure_cost / max(1, len(passages))
 
@@ -503,19 +510,19 @@ class BeliefController:
         )
 
     def _verifier_check(
-        self, local: Diagnostics, st: _State, config: BeliefConfig
+        self, local: Diagnostics, st: _State, config: BeliefConfig, tuning: BeliefTuning
     ) -> VerifierCheck:
         """Whether any verifier reply could change this step's decision: the fitted models
         are bounded over every reply, the local diagnostics fixed (``verify="auto"``)."""
         if config.verify == "always":
             return VerifierCheck(True, "verify='always'")
-        if not config.live_answerability and st.frozen is not None:
+        if not tuning.live_answerability and st.frozen is not None:
             answerability = (st.frozen, st.frozen)
         else:
             answerability = self.calibrator.predict_range(local, VERIFIER_NAMES)
         after = (
             self.after_search.predict_range(local, VERIFIER_NAMES)
-            if config.fitted_retrieval_value
+            if tuning.fitted_retrieval_value
             else None
         )
         budget = Budget(
@@ -532,6 +539,7 @@ class BeliefController:
             cost=local.cost,
             search_cost=st.search_cost(config.k),
             after_search=after,
+            tuning=tuning,
         )
 
     def _result(self, question: str, decision: Decision, st: _State) -> BeliefResult:
@@ -627,18 +635,21 @@ def _advance(episode: _Episode, results: list[Any] | None) -> _Request | BeliefR
         return result
 
 
-def _check_settings(calibrator: object, after_search: object, config: object) -> None:
+def _check_settings(
+    calibrator: object, after_search: object, config: object, tuning: object
+) -> None:
     """A clear error at construction, not an AttributeError after the first search."""
     for name, value, kind in (
         ("calibrator", calibrator, AnswerabilityCalibrator),
         ("after_search", after_search, AnswerabilityCalibrator),
         ("config", config, BeliefConfig),
+        ("tuning", tuning, BeliefTuning),
     ):
         if value is not None and not isinstance(value, kind):
             hint = (
                 " (load a file with AnswerabilityCalibrator.load(path))"
                 if kind is AnswerabilityCalibrator
-                else " (build one with BeliefConfig(**fields))"
+                else f" (build one with {kind.__name__}(**fields))"
             )
             raise ConfigError(
                 f"BeliefController: {name} must be a {kind.__name__} or None, got "

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import BeliefConfig
+from .config import BeliefConfig, BeliefTuning
 from .types import Action, Belief, Decision, Diagnostics
+
+DEFAULT_TUNING = BeliefTuning()
+"""The research settings of a call that passes none."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ def verifier_needed(
     cost: float,
     search_cost: int,
     after_search: tuple[float, float] | None = None,
+    tuning: BeliefTuning = DEFAULT_TUNING,
 ) -> VerifierCheck:
     """Whether any verifier reply could change the next decision (``verify="auto"``).
 
@@ -110,17 +114,17 @@ def verifier_needed(
                 f"answerability {low:.2f}-{high:.2f} spans the {name} threshold {threshold:.2f}",
             )
     can_search = budget.can_search(config, search_cost)
-    correction_open = config.correct_problems and budget.corrections_used < config.max_corrections
-    if correction_open and not (config.replace_dropped and can_search):
+    correction_open = tuning.correct_problems and budget.corrections_used < config.max_corrections
+    if correction_open and not (tuning.replace_dropped and can_search):
         return VerifierCheck(True, "a correction could drop passages with no search after it")
     if budget.can_add(config, search_cost) or (correction_open and can_search):
         gain = max(0.0, after_search[1] - low) if after_search is not None else 1.0 - low
         best = gain * (1.0 - min(max(cost, 0.0), 1.0))
-        if best >= config.min_retrieval_value:
+        if best >= tuning.min_retrieval_value:
             return VerifierCheck(True, f"a search could be worth up to {best:.2f}")
         searching = (
             f"a search (or a correction's replacement search) is worth at most {best:.2f} "
-            f"< {config.min_retrieval_value:.2f}"
+            f"< {tuning.min_retrieval_value:.2f}"
         )
     elif can_search:
         searching = (
@@ -145,6 +149,7 @@ def decide(
     *,
     search_cost: int,
     after_search: float | None = None,
+    tuning: BeliefTuning = DEFAULT_TUNING,
 ) -> Decision:
     """The next action; ``search_cost`` is the tokens a search round is expected to add,
     ``after_search`` the fitted chance of a right answer after one more search (``None``:
@@ -163,17 +168,17 @@ def decide(
             "search is cheaper than measuring the evidence first",
         )
 
-    if budget.pending_correction and config.replace_dropped and can_search:
+    if budget.pending_correction and tuning.replace_dropped and can_search:
         return Decision(
             Action.RETRIEVE,
             f"finish the correction: retrieve replacements for {budget.pending_correction} "
             "dropped passage(s)",
         )
 
-    problem = _problem(belief, config)
+    problem = _problem(belief, tuning)
     if (
         problem
-        and config.correct_problems
+        and tuning.correct_problems
         and diagnostics.drop_ids
         and budget.corrections_used < config.max_corrections
     ):
@@ -192,7 +197,7 @@ def decide(
     if not budget.room:
         why = f"the workspace is full ({config.max_evidence} passages): a search could add nothing"
         return _end(answerability, config, why)
-    if value >= config.min_retrieval_value:
+    if value >= tuning.min_retrieval_value:
         gap = f": {diagnostics.missing_fact}" if diagnostics.missing_fact else ""
         why = (
             f"gap {belief.gap:.2f}{gap}"
@@ -201,24 +206,24 @@ def decide(
         )
         return Decision(
             Action.RETRIEVE,
-            f"retrieval value {value:.2f} >= {config.min_retrieval_value:.2f} ({why})",
+            f"retrieval value {value:.2f} >= {tuning.min_retrieval_value:.2f} ({why})",
         )
-    if diagnostics.novelty < config.low_novelty and not budget.rewrote_last:
+    if diagnostics.novelty < tuning.low_novelty and not budget.rewrote_last:
         return Decision(
             Action.REWRITE,
             f"retrieval value {value:.2f} is low and the last search brought little new "
-            f"(novelty {diagnostics.novelty:.2f} < {config.low_novelty:.2f}); reword the query",
+            f"(novelty {diagnostics.novelty:.2f} < {tuning.low_novelty:.2f}); reword the query",
         )
     return _end(
-        answerability, config, f"retrieval value {value:.2f} < {config.min_retrieval_value:.2f}"
+        answerability, config, f"retrieval value {value:.2f} < {tuning.min_retrieval_value:.2f}"
     )
 
 
-def _problem(belief: Belief, config: BeliefConfig) -> str:
-    if belief.conflict >= config.conflict_threshold:
-        return f"conflict {belief.conflict:.2f} >= {config.conflict_threshold:.2f}"
-    if belief.reliability < config.reliability_threshold:
-        return f"reliability {belief.reliability:.2f} < {config.reliability_threshold:.2f}"
+def _problem(belief: Belief, tuning: BeliefTuning) -> str:
+    if belief.conflict >= tuning.conflict_threshold:
+        return f"conflict {belief.conflict:.2f} >= {tuning.conflict_threshold:.2f}"
+    if belief.reliability < tuning.reliability_threshold:
+        return f"reliability {belief.reliability:.2f} < {tuning.reliability_threshold:.2f}"
     return ""
 
 

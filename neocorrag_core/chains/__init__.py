@@ -9,7 +9,8 @@ One module per stage, in the order a call runs them (``miner.py`` only wires the
 * ``links.py`` and ``keep.py``: which passages stay (the keep modes; Eq. 8 as ``"paper"``);
 * ``focus.py``: each kept passage cut to its evidence sentences;
 * ``diagnosis.py``: where a dropped passage was lost (asked for by the benchmark);
-* ``config.py``: ``MinerConfig``; ``miner.py``: ``EvidenceChainMiner``.
+* ``config.py``: ``MinerConfig`` (what a user chooses) and ``MinerTuning`` (the research
+  settings); ``miner.py``: ``EvidenceChainMiner``.
 
 Nothing is imported here, so importing one stage loads only what it needs.
 """

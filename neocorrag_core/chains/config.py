@@ -1,11 +1,16 @@
-"""Configuration of the miner. The search thresholds follow NeocorRAG Table 5
-(MuSiQue/2Wiki/HotpotQA column); decoding, the keep rule and the chain format differ on
-purpose (see :class:`MinerConfig`)."""
+"""Configuration of the miner: :class:`MinerConfig`, what a user chooses, and
+:class:`MinerTuning`, the research settings (the paper's other hyper-parameters, work caps,
+prompt budgets, the Table 2 ablation switches) that the lab varies and a user rarely touches.
+
+The search numbers follow NeocorRAG Table 5 (MuSiQue/2Wiki/HotpotQA column); decoding, the
+keep rule and the chain format differ on purpose (see :class:`MinerConfig`). The two share no
+field name: :func:`miner_settings` applies flat ``name=value`` changes to whichever has it."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 from neocorrag_core.errors import ConfigError
 from neocorrag_core.lm.prompt_budget import (
@@ -15,7 +20,14 @@ from neocorrag_core.lm.prompt_budget import (
     DEFAULT_TITLE_TOKENS,
 )
 from neocorrag_core.rendering import CHAIN_FORMATS, ChainFormat
-from neocorrag_core.validation import check_bool, check_choice, check_int, check_number
+from neocorrag_core.validation import (
+    Settings,
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+    with_changes,
+)
 
 DecodingMode = Literal["beam", "rank", "none"]
 EntityMode = Literal["auto", "ngram", "spacy"]
@@ -23,24 +35,6 @@ SearchMode = Literal["activated", "naive"]
 PromptContext = Literal["passages", "sentences"]
 KeepMode = Literal["recall", "balanced", "precise", "paper"]
 PassageFocus = Literal["none", "linked", "all"]
-
-_POSITIVE_INTS = (
-    "max_path_length",
-    "max_hops",
-    "num_candidates",
-    "seed_fallback_per_entity",
-    "max_seeds",
-    "max_expansions",
-    "max_paths",
-    "beam_width",
-    "prompt_passages",
-    "max_passage_chars",
-    "rank_batch_size",
-    "max_question_tokens",
-    "max_title_tokens",
-    "max_passage_tokens",
-    "max_prompt_tokens",
-)
 
 KEEP_MODES: dict[str, tuple[int, bool, bool, bool]] = {
     "recall": (2, False, True, True),
@@ -54,16 +48,21 @@ reached on the dev split are in docs/benchmarks.md ("Refinement that keeps the e
 
 
 @dataclass(frozen=True)
-class MinerConfig:
-    """Hyper-parameters of the three stages.
+class MinerTuning(Settings):
+    """The miner's research settings: what the paper fixes (Table 5) and the lab varies.
 
-    Stage a (candidate search)
-        tau_node: Eq. 2 threshold on cos(node, aggregated query entities).
+    ``EvidenceChainMiner(config, tuning=MinerTuning(...))`` takes them; the adapters leave them
+    at these defaults (share such a miner with ``miner=``). The lab's methods and the eval's
+    ``--miner KEY=VALUE`` name a field of either object (:func:`miner_settings`).
+
+    Stage a (candidate search; thresholds are :class:`MinerConfig`'s)
+        search: ``"activated"`` (the paper's pruned DFS with Eq. 5 scoring) or ``"naive"``
+            (ablation "w/ Naive Chain Search", Table 2: no tau_edge pruning and no Eq. 5;
+            paths from the seeds are enumerated breadth-first, shortest first, and the
+            first ``num_candidates`` are kept, so the query steers only the seeds).
         max_path_length: L of Eq. 5; paths longer than L are penalised by alpha.
         alpha: attenuation per hop beyond L (Eq. 5 length penalty).
         beta: activation reward base per triple with similarity >= tau_boost (Eq. 5).
-        tau_edge: Eq. 4 pruning threshold on cos(triple, query).
-        tau_boost: Eq. 5 activation threshold; the paper requires tau_boost >= tau_edge.
         max_hops: K, the DFS depth limit. The paper leaves K open; 4 covers the
             2-4 hop questions of MuSiQue/2Wiki/HotpotQA, deeper search only spends
             the work caps. Set it above ``max_path_length`` to let the penalty act.
@@ -74,24 +73,8 @@ class MinerConfig:
         max_seeds: cap on seed nodes, best first.
         max_expansions: cap on DFS edge expansions per query, so a dense graph cannot hang.
         max_paths: cap on paths scored per query (the heap keeps the best M).
-        query_entities: how E_q is found: ``"ngram"`` (default: query n-grams matched to
-            graph nodes plus capitalized spans; no dependency, under 1 ms), ``"spacy"``
-            (adds spaCy NER, needs the spacy extra, ~10-30 ms per query on 2 CPU cores),
-            ``"auto"`` (spaCy when a model is installed, else n-grams). The default does
-            not depend on what happens to be installed, so results are reproducible.
-        search: ``"activated"`` (the paper's pruned DFS with Eq. 5 scoring) or ``"naive"``
-            (ablation "w/ Naive Chain Search", Table 2: no tau_edge pruning and no Eq. 5;
-            paths from the seeds are enumerated breadth-first, shortest first, and the
-            first ``num_candidates`` are kept, so the query steers only the seeds).
 
-    Stage b (decoding)
-        decoding: ``"none"`` (default: the best candidates by search score, no LM),
-            ``"beam"`` (the paper's trie-constrained beam search) or ``"rank"`` (exact
-            length-normalized log-likelihood of every candidate). Measured on the dev
-            split, neither LM mode kept more gold passages or gave better answers than
-            ``"none"`` (docs/lab-log.md, "The LM: it stepped aside"), so the LM is opt-in:
-            the default needs no LM and mines in milliseconds.
-        beam_width: k beams, and the number of chains returned (Table 5: 5).
+    Stage b (the decoding prompt, with ``decoding="beam"`` or ``"rank"``)
         include_passages_in_prompt: put the retrieved passages in the decoding
             prompt; measured to matter when candidates differ in one entity.
         prompt_passages: how many passages (best-ranked first) go into the decoding
@@ -112,7 +95,79 @@ class MinerConfig:
             from the end until it fits, and when even none fit decoding takes the search
             order (``result.notes`` says so).
 
-    Stage c (refine)
+    Stage c (ablations of the keep rule)
+        chain_support: keep the passages a chosen chain cites; ``None`` (default) = the
+            keep mode's (only ``"paper"``).
+        filter_passages: ``False`` is the ablation "w/o Document Filtering" (Table 2):
+            every passage is kept (marked passthrough) and the chains are still added.
+    """
+
+    search: SearchMode = "activated"
+    max_path_length: int = 10
+    alpha: float = 0.9
+    beta: float = 1.1
+    max_hops: int = 4
+    num_candidates: int = 60
+    seed_fallback_per_entity: int = 2
+    seed_fallback_min_similarity: float = 0.5
+    max_seeds: int = 16
+    max_expansions: int = 20_000
+    max_paths: int = 20_000
+
+    include_passages_in_prompt: bool = True
+    prompt_passages: int = 5
+    max_passage_chars: int = 700
+    prompt_context: PromptContext = "passages"
+    rank_batch_size: int = 16
+    max_question_tokens: int = DEFAULT_QUESTION_TOKENS
+    max_title_tokens: int = DEFAULT_TITLE_TOKENS
+    max_passage_tokens: int = DEFAULT_PASSAGE_TOKENS
+    max_prompt_tokens: int = DEFAULT_PROMPT_TOKENS
+
+    chain_support: bool | None = None
+    filter_passages: bool = True
+
+    def __post_init__(self) -> None:
+        owner = "MinerTuning"
+        check_choice(owner, "search", self.search, ("activated", "naive"))
+        check_number(owner, "seed_fallback_min_similarity", self.seed_fallback_min_similarity,
+                     low=-1.0, high=1.0)  # fmt: skip
+        check_number(owner, "alpha", self.alpha, low=0.0, high=1.0, low_open=True)
+        check_number(owner, "beta", self.beta, low=1.0)
+        for name in (
+            "max_path_length",
+            "max_hops",
+            "num_candidates",
+            "seed_fallback_per_entity",
+            "max_seeds",
+            "max_expansions",
+            "max_paths",
+            "prompt_passages",
+            "max_passage_chars",
+            "rank_batch_size",
+            "max_question_tokens",
+            "max_title_tokens",
+            "max_passage_tokens",
+            "max_prompt_tokens",
+        ):
+            check_int(owner, name, getattr(self, name), minimum=1)
+        for name in ("include_passages_in_prompt", "filter_passages"):
+            check_bool(owner, name, getattr(self, name))
+        check_bool(owner, "chain_support", self.chain_support, optional=True)
+        check_choice(owner, "prompt_context", self.prompt_context, ("passages", "sentences"))
+        self._plain_numbers()
+
+    def keeps_chain_sources(self, keep: KeepMode) -> bool:
+        """``chain_support``, or the keep mode ``keep``'s default when it is ``None``."""
+        return KEEP_MODES[keep][1] if self.chain_support is None else self.chain_support
+
+
+@dataclass(frozen=True)
+class MinerConfig(Settings):
+    """What a user chooses: the keep dial, how chains are chosen, what the reader gets, and
+    the thresholds on the embedder's cosine scale. Research settings: :class:`MinerTuning`.
+
+    Keep (stage c)
         keep: the recall/noise dial; every mode keeps the top-N by retrieval rank.
             ``"recall"`` (default, top-N 2) adds the passages about a query entity and the
             bridge passages linked to the best-ranked or a query-entity passage (a shared
@@ -130,10 +185,27 @@ class MinerConfig:
             everything through.
         top_n: passages kept by retrieval rank alone; ``None`` (default) = the keep
             mode's (Table 5: 2).
-        chain_support: keep the passages a chosen chain cites; ``None`` (default) = the
-            keep mode's (only ``"paper"``).
-        filter_passages: ``False`` is the ablation "w/o Document Filtering" (Table 2):
-            every passage is kept (marked passthrough) and the chains are still added.
+
+    Chains (stages a and b)
+        decoding: ``"none"`` (default: the best candidates by search score, no LM),
+            ``"beam"`` (the paper's trie-constrained beam search) or ``"rank"`` (exact
+            length-normalized log-likelihood of every candidate). Measured on the dev
+            split, neither LM mode kept more gold passages or gave better answers than
+            ``"none"`` (docs/lab-log.md, "The LM: it stepped aside"), so the LM is opt-in:
+            the default needs no LM and mines in milliseconds.
+        beam_width: k beams, and the number of chains returned (Table 5: 5).
+        query_entities: how E_q is found: ``"ngram"`` (default: query n-grams matched to
+            graph nodes plus capitalized spans; no dependency, under 1 ms), ``"spacy"``
+            (adds spaCy NER, needs the spacy extra, ~10-30 ms per query on 2 CPU cores),
+            ``"auto"`` (spaCy when a model is installed, else n-grams). The default does
+            not depend on what happens to be installed, so results are reproducible.
+        tau_node: Eq. 2 threshold on cos(node, aggregated query entities).
+        tau_edge: Eq. 4 pruning threshold on cos(triple, query).
+        tau_boost: Eq. 5 activation threshold; the paper requires tau_boost >= tau_edge.
+            The three are cosines of the embedder in use: with another embedder than the
+            bundled MiniLM, set them on its scale.
+
+    What the reader gets
         passage_focus: ``"all"`` (default since ``miner-6``) cuts every kept passage to
             its lead sentence, the sentences naming a question entity, an entity it shares
             with another kept passage or an entity of a chosen chain's triple it supplied,
@@ -150,8 +222,6 @@ class MinerConfig:
             entity nor repeats a relation word of the question is lost ("Its population
             was 1,458" for "How many people live in Stanley?", "He passed away in 1999"
             for "When did X die?"); use ``"none"`` where such answers matter.
-
-    Output
         chain_format: how the chain block handed to the reader is written, if at all.
             ``"none"`` (default since ``miner-8``) hands the reader no block:
             ``result.context()`` is the kept passages, the adapters add no chain document
@@ -192,40 +262,17 @@ class MinerConfig:
             chains").
     """
 
-    tau_node: float = 0.90
-    max_path_length: int = 10
-    alpha: float = 0.9
-    beta: float = 1.1
-    tau_edge: float = 0.45
-    tau_boost: float = 0.45
-    max_hops: int = 4
-    num_candidates: int = 60
-    seed_fallback_per_entity: int = 2
-    seed_fallback_min_similarity: float = 0.5
-    max_seeds: int = 16
-    max_expansions: int = 20_000
-    max_paths: int = 20_000
-    query_entities: EntityMode = "ngram"
-    search: SearchMode = "activated"
-
-    decoding: DecodingMode = "none"
-    beam_width: int = 5
-    include_passages_in_prompt: bool = True
-    prompt_passages: int = 5
-    max_passage_chars: int = 700
-    prompt_context: PromptContext = "passages"
-    rank_batch_size: int = 16
-    max_question_tokens: int = DEFAULT_QUESTION_TOKENS
-    max_title_tokens: int = DEFAULT_TITLE_TOKENS
-    max_passage_tokens: int = DEFAULT_PASSAGE_TOKENS
-    max_prompt_tokens: int = DEFAULT_PROMPT_TOKENS
+    research: ClassVar[type[Settings] | None] = MinerTuning
 
     keep: KeepMode = "recall"
     top_n: int | None = None
-    chain_support: bool | None = None
-    filter_passages: bool = True
+    decoding: DecodingMode = "none"
+    beam_width: int = 5
+    query_entities: EntityMode = "ngram"
+    tau_node: float = 0.90
+    tau_edge: float = 0.45
+    tau_boost: float = 0.45
     passage_focus: PassageFocus = "all"
-
     chain_format: ChainFormat = "none"
     max_chain_lines: int | None = 2
 
@@ -233,39 +280,27 @@ class MinerConfig:
         # Types and finiteness first (ConfigError), so NaN, 2.5 beams or "no" never reach a
         # comparison that would let them through or crash deep inside a call.
         owner = "MinerConfig"
-        for name in ("tau_node", "tau_edge", "tau_boost", "seed_fallback_min_similarity"):
+        check_choice(owner, "keep", self.keep, KEEP_MODES)
+        check_int(owner, "top_n", self.top_n, minimum=0, optional=True)
+        check_choice(owner, "decoding", self.decoding, ("beam", "rank", "none"))
+        check_int(owner, "beam_width", self.beam_width, minimum=1)
+        check_choice(owner, "query_entities", self.query_entities, ("auto", "ngram", "spacy"))
+        for name in ("tau_node", "tau_edge", "tau_boost"):
             check_number(owner, name, getattr(self, name), low=-1.0, high=1.0)
         if self.tau_boost < self.tau_edge:
             raise ConfigError(
                 f"tau_boost ({self.tau_boost}) must be >= tau_edge ({self.tau_edge}), "
                 "as the paper requires: only triples that pass pruning may earn the reward"
             )
-        check_number(owner, "alpha", self.alpha, low=0.0, high=1.0, low_open=True)
-        check_number(owner, "beta", self.beta, low=1.0)
-        for name in _POSITIVE_INTS:
-            check_int(owner, name, getattr(self, name), minimum=1)
-        check_int(owner, "top_n", self.top_n, minimum=0, optional=True)
-        check_int(owner, "max_chain_lines", self.max_chain_lines, minimum=1, optional=True)
-        for name in ("include_passages_in_prompt", "filter_passages"):
-            check_bool(owner, name, getattr(self, name))
-        check_bool(owner, "chain_support", self.chain_support, optional=True)
-        check_choice(owner, "keep", self.keep, KEEP_MODES)
-        check_choice(owner, "chain_format", self.chain_format, CHAIN_FORMATS)
         check_choice(owner, "passage_focus", self.passage_focus, ("none", "linked", "all"))
-        check_choice(owner, "decoding", self.decoding, ("beam", "rank", "none"))
-        check_choice(owner, "prompt_context", self.prompt_context, ("passages", "sentences"))
-        check_choice(owner, "search", self.search, ("activated", "naive"))
-        check_choice(owner, "query_entities", self.query_entities, ("auto", "ngram", "spacy"))
+        check_choice(owner, "chain_format", self.chain_format, CHAIN_FORMATS)
+        check_int(owner, "max_chain_lines", self.max_chain_lines, minimum=1, optional=True)
+        self._plain_numbers()
 
     @property
     def kept_top_n(self) -> int:
         """``top_n``, or the keep mode's default when it is ``None``."""
         return KEEP_MODES[self.keep][0] if self.top_n is None else self.top_n
-
-    @property
-    def keeps_chain_sources(self) -> bool:
-        """``chain_support``, or the keep mode's default when it is ``None``."""
-        return KEEP_MODES[self.keep][1] if self.chain_support is None else self.chain_support
 
     @property
     def keeps_links(self) -> bool:
@@ -274,14 +309,13 @@ class MinerConfig:
         _, _, entities, bridges = KEEP_MODES[self.keep]
         return entities or bridges
 
-    def with_overrides(self, **changes: Any) -> MinerConfig:
-        """A copy with some fields changed (validated like the original)."""
-        known = {f.name for f in fields(self)}
-        unknown = sorted(set(changes) - known)
-        if unknown:
-            raise ConfigError(f"unknown MinerConfig field(s): {', '.join(unknown)}")
-        return replace(self, **changes)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict, e.g. for logging or serialising an adapter's configuration."""
-        return asdict(self)
+def miner_settings(
+    config: MinerConfig | None = None,
+    tuning: MinerTuning | None = None,
+    changes: Mapping[str, Any] | None = None,
+) -> tuple[MinerConfig, MinerTuning]:
+    """``config`` and ``tuning`` (defaults when ``None``) with the flat ``changes`` (field
+    name -> value, of either class) applied: what a per-call override, the eval's ``--miner``
+    and a lab method name. An unknown name is a :class:`ConfigError`."""
+    return with_changes(config or MinerConfig(), tuning or MinerTuning(), changes or {})

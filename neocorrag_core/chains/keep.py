@@ -6,11 +6,18 @@ Rendering the result is ``rendering``'s job; the links a keep mode may use come 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from neocorrag_core.chains.config import KEEP_MODES, KeepMode
 from neocorrag_core.chains.links import PassageLinks
-from neocorrag_core.types import DroppedPassage, EvidenceChain, KeepReason, KeptPassage, Passage
+from neocorrag_core.types import (
+    DroppedPassage,
+    EvidenceChain,
+    KeepReason,
+    KeptPassage,
+    Passage,
+    Provenance,
+)
 
 
 def refine_passages(
@@ -18,12 +25,14 @@ def refine_passages(
     chains: Sequence[EvidenceChain],
     top_n: int,
     *,
-    keep: KeepMode = "paper",
+    keep: KeepMode,
     links: Sequence[PassageLinks] | None = None,
     chain_support: bool | None = None,
     comparison: bool = False,
+    provenance: Mapping[str, Provenance] | None = None,
 ) -> tuple[list[KeptPassage], list[DroppedPassage]]:
-    """Keep the top-N by retrieval rank, plus what the keep mode adds below that.
+    """Keep the top-N by retrieval rank, plus what the keep mode ``keep`` adds below that
+    (no default here: the default is ``MinerConfig.keep``'s, stated there once).
 
     ``keep="paper"`` is Eq. 8: the top-N, and below that only the sources of a triple in
     a chosen chain. The other modes add passages about a query entity and/or bridge
@@ -42,6 +51,13 @@ def refine_passages(
     "Which is older, X or Y?" is X's and Y's own passages, so only the top-1, those passages and
     the passages they name are kept. Measured on the tune half of the dev split, this lost no
     gold passage and cut 5-7 more points of the noise on HotpotQA and 2Wiki (docs/lab-log.md).
+
+    ``provenance`` (passage id -> :class:`~neocorrag_core.types.Provenance`, from the
+    retrieval step: EviReform) keeps, in the modes that keep linked passages (all but
+    ``"paper"``), a passage no rule above kept but that a residual query found on purpose
+    for a bridge entity (``FOUND_HOP``) or that holds a fact selected as evidence
+    (``EVIDENCE``): a hop searched for must not be dropped as unlinked. A passage the
+    retrieval knows nothing about is decided as before.
     """
     _, use_chains, use_entities, use_bridges = KEEP_MODES[keep]
     if chain_support is not None:
@@ -76,6 +92,12 @@ def refine_passages(
             reason = KeepReason.QUERY_ENTITY
         elif use_bridges and link is not None and link.bridge:
             reason = KeepReason.BRIDGE
+        if reason is None and provenance and (use_entities or use_bridges):
+            found = provenance.get(passage.id)
+            if found is not None and found.bridge:
+                reason = KeepReason.FOUND_HOP
+            elif found is not None and found.evidence:
+                reason = KeepReason.EVIDENCE
         if reason is None:
             dropped.append(DroppedPassage(passage, rank))
         else:

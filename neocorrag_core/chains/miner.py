@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import replace
 from typing import Any
 
-from neocorrag_core.chains.config import MinerConfig
+from neocorrag_core.chains.config import MinerConfig, MinerTuning, miner_settings
 from neocorrag_core.chains.diagnosis import loss_stages
 from neocorrag_core.chains.focus import CUT_REASONS, focus_kept
 from neocorrag_core.chains.graph import EvidenceGraph, normalization_memo
@@ -44,7 +44,7 @@ from neocorrag_core.triples import TripleSource
 from neocorrag_core.triples.base import triples_per_passage
 from neocorrag_core.triples.precomputed import triple_source_or_default, vector_cache_of
 from neocorrag_core.triples.vectors import graph_texts, triple_texts
-from neocorrag_core.types import EvidenceChain, MiningResult, Passage, Triple
+from neocorrag_core.types import EvidenceChain, MiningResult, Passage, Provenance, Triple
 from neocorrag_core.validation import clean_text
 
 logger = logging.getLogger(__name__)
@@ -54,8 +54,11 @@ class EvidenceChainMiner:
     """Turns (question, retrieved passages) into evidence chains and a refined context.
 
     Args:
-        config: hyper-parameters; the search thresholds are the paper's Table 5, and
-            :class:`~neocorrag_core.chains.config.MinerConfig` says where the defaults differ.
+        config: what a user chooses (:class:`~neocorrag_core.chains.config.MinerConfig`: the
+            keep dial, decoding, the reader's context, the thresholds; it says where the
+            defaults differ from the paper's).
+        tuning: the research settings (:class:`~neocorrag_core.chains.config.MinerTuning`:
+            the paper's other hyper-parameters, work caps, prompt budgets, ablations).
         embedder: anything :func:`neocorrag_core.models.resolve_embedder` accepts;
             ``None`` means the bundled MiniLM.
         lm: anything :func:`neocorrag_core.models.resolve_lm` accepts; ``None`` means
@@ -83,6 +86,7 @@ class EvidenceChainMiner:
         self,
         config: MinerConfig | None = None,
         *,
+        tuning: MinerTuning | None = None,
         embedder: Any = None,
         lm: Any = None,
         triple_source: TripleSource | None = None,
@@ -91,6 +95,7 @@ class EvidenceChainMiner:
         show_progress: bool = False,
     ) -> None:
         self.config = config or MinerConfig()
+        self.tuning = tuning or MinerTuning()
         self.limits = check_limits(limits, "EvidenceChainMiner")
         self.triple_source = triple_source_or_default(triple_source, "EvidenceChainMiner")
         self.vectors = vector_cache_of(self.triple_source, vectors, "EvidenceChainMiner")
@@ -152,12 +157,13 @@ class EvidenceChainMiner:
         passages: Sequence[Passage],
         *,
         diagnose: bool = False,
+        provenance: Mapping[str, Provenance] | None = None,
         **overrides: Any,
     ) -> MiningResult:
         """Mine chains from ``passages`` (in retrieval order) and refine them for ``query``.
 
-        Keyword overrides change config fields for this call only, e.g.
-        ``mine(q, ps, decoding="rank")``. Never returns an empty context for
+        Keyword overrides change fields of the miner's ``config`` or ``tuning`` for this call
+        only, e.g. ``mine(q, ps, decoding="rank")``. Never returns an empty context for
         non-empty input: with no triples, the passages pass through unchanged; with no
         chain, the keep mode's link rules alone decide (``keep="paper"`` passes
         through); ``result.fallback`` says why either way.
@@ -165,14 +171,40 @@ class EvidenceChainMiner:
         ``diagnose=True`` also says, for each dropped passage, at which stage the chain
         pipeline lost it (``DroppedPassage.stage``; what the benchmark reports); it is
         extra work a query does not need, so it is off by default.
+
+        ``provenance`` (passage id -> :class:`~neocorrag_core.types.Provenance`) is what the
+        retrieval step knows about the passages: a passage EviReform found on purpose, or
+        that holds its selected evidence, is kept even when no link rule keeps it
+        (:func:`~neocorrag_core.chains.keep.refine_passages`).
         """
-        config = self.config.with_overrides(**overrides) if overrides else self.config
+        config, tuning = miner_settings(self.config, self.tuning, overrides)
         query = _validate_inputs(query, passages)
+        return self.mine_unchecked(
+            query, list(passages), config, tuning, diagnose=diagnose, provenance=provenance
+        )
+
+    def mine_unchecked(
+        self,
+        query: str,
+        passages: list[Passage],
+        config: MinerConfig,
+        tuning: MinerTuning | None = None,
+        *,
+        diagnose: bool = False,
+        provenance: Mapping[str, Provenance] | None = None,
+    ) -> MiningResult:
+        """:meth:`mine` for a caller that checked its input where it received it (the
+        adapters): ``query`` a non-empty string of valid Unicode, ``passages`` a list of
+        :class:`~neocorrag_core.types.Passage` with unique ids, in retrieval order, and a
+        ready ``config`` (``tuning``: the miner's when ``None``). Nothing is checked again."""
         timings: dict[str, float] = {}
         started = time.perf_counter()
+        tuning = tuning or self.tuning
         # The work caps that bound (WorkLimits) are noted; entity keys are memoised per call.
         with collecting_notes() as capped, normalization_memo():
-            result = self._mine(query, list(passages), config, timings, diagnose)
+            result = self._mine(
+                query, passages, config, tuning, timings, diagnose, provenance or {}
+            )
         if capped:
             result.notes = [*capped, *(n for n in result.notes if n not in capped)]
         timings["total"] = time.perf_counter() - started
@@ -184,8 +216,10 @@ class EvidenceChainMiner:
         query: str,
         passages: list[Passage],
         config: MinerConfig,
+        tuning: MinerTuning,
         timings: dict[str, float],
         diagnose: bool,
+        provenance: Mapping[str, Provenance],
     ) -> MiningResult:
         def fallback(reason: str, num_candidates: int = 0, **extra: Any) -> MiningResult:
             return MiningResult(
@@ -224,10 +258,10 @@ class EvidenceChainMiner:
             query_vec, entity_vecs = asked[0], asked[1:]
 
         with timed(timings, "search"):
-            seeds = select_seeds(nodes, node_vecs, entity_vecs, query_vec, config)
-            # config.search == "naive" is the Table 2 ablation (unpruned BFS, no Eq. 5).
-            search = search_paths if config.search == "activated" else naive_search_paths
-            paths, stats = search(graph, seeds.nodes, triple_vecs, query_vec, config)
+            seeds = select_seeds(nodes, node_vecs, entity_vecs, query_vec, config, tuning)
+            # tuning.search == "naive" is the Table 2 ablation (unpruned BFS, no Eq. 5).
+            search = search_paths if tuning.search == "activated" else naive_search_paths
+            paths, stats = search(graph, seeds.nodes, triple_vecs, query_vec, config, tuning)
             candidates = _unique_by_text([to_chain(graph, p) for p in paths])
         notes: list[str] = []
         if stats.truncated:
@@ -250,10 +284,11 @@ class EvidenceChainMiner:
                     top_n,
                     keep=config.keep,
                     links=links,
-                    chain_support=config.keeps_chain_sources,
+                    chain_support=tuning.keeps_chain_sources(config.keep),
                     comparison=is_comparison(query),
+                    provenance=provenance,
                 )
-                if not config.filter_passages:  # Table 2 ablation: chains added, nothing dropped
+                if not tuning.filter_passages:  # Table 2 ablation: chains added, nothing dropped
                     kept, dropped = passthrough(passages), []
                 triples_by_id: dict[str, Sequence[Triple]] = {
                     p.id: ts for p, ts in zip(passages, per_passage, strict=True)
@@ -268,8 +303,8 @@ class EvidenceChainMiner:
                         candidates,
                         chains,
                         # Naive search walks every edge: nothing it misses was pruned.
-                        tau_edge=config.tau_edge if config.search != "naive" else -math.inf,
-                        max_hops=config.max_hops,
+                        tau_edge=config.tau_edge if tuning.search != "naive" else -math.inf,
+                        max_hops=tuning.max_hops,
                     )
                     dropped = [replace(d, stage=stages.get(d.passage.id)) for d in dropped]
                 if config.passage_focus in CUT_REASONS:
@@ -307,7 +342,7 @@ class EvidenceChainMiner:
 
         with timed(timings, "decode"):
             chains, prompt_tokens, generated_tokens = self._decode(
-                query, entities, passages, candidates, config, notes
+                query, entities, passages, candidates, config, tuning, notes
             )
         cost = {"prompt_tokens": prompt_tokens, "generated_tokens": generated_tokens}
         if not chains:
@@ -319,12 +354,12 @@ class EvidenceChainMiner:
         query: str,
         entities: list[str],
         passages: list[Passage],
-        config: MinerConfig,
+        tuning: MinerTuning,
         candidates: Sequence[EvidenceChain] = (),
         *,
         reserve: int = 0,
     ) -> list[int]:
-        """Stage b's prompt (question, entities, top passages) as the config shapes it.
+        """Stage b's prompt (question, entities, top passages) as ``tuning`` shapes it.
 
         Every piece is cut to its token budget; passages are dropped from the end until the
         prompt fits ``max_prompt_tokens`` and, with ``reserve`` more tokens (the longest
@@ -336,9 +371,9 @@ class EvidenceChainMiner:
         from neocorrag_core.chains.decoding import build_prompt_ids
 
         lm = self.lm
-        clip = TokenClipper.for_config(lm.tokenizer, config)
-        focus = candidate_focus(candidates) if config.prompt_context == "sentences" else None
-        shown = passages[: config.prompt_passages] if config.include_passages_in_prompt else []
+        clip = TokenClipper.for_config(lm.tokenizer, tuning)
+        focus = candidate_focus(candidates) if tuning.prompt_context == "sentences" else None
+        shown = passages[: tuning.prompt_passages] if tuning.include_passages_in_prompt else []
 
         def build(n: int) -> list[int]:
             return build_prompt_ids(
@@ -346,13 +381,13 @@ class EvidenceChainMiner:
                 query,
                 entities,
                 shown[:n],
-                max_passage_chars=config.max_passage_chars,
+                max_passage_chars=tuning.max_passage_chars,
                 include_passages=n > 0,
                 focus=focus,
                 clip=clip,
             )
 
-        limit = prompt_limit(lm, config.max_prompt_tokens, reserve)
+        limit = prompt_limit(lm, tuning.max_prompt_tokens, reserve)
         ids, used = fit_prompt(build, len(shown), limit)
         if used < len(shown):
             logger.info("decoding prompt: %d of %d passages fit %d tokens", used, len(shown), limit)
@@ -365,6 +400,7 @@ class EvidenceChainMiner:
         passages: list[Passage],
         candidates: list[EvidenceChain],
         config: MinerConfig,
+        tuning: MinerTuning,
         notes: list[str],
     ) -> tuple[list[EvidenceChain], int, int]:
         """Stage b: pick chains among the candidates; returns (chains, prompt, generated tokens)."""
@@ -380,7 +416,7 @@ class EvidenceChainMiner:
             longest = max(len(text_token_ids(lm.tokenizer, t)) for t in texts) + 1
             try:
                 prompt_ids = self.decoding_prompt_ids(
-                    query, entities, passages, config, candidates, reserve=longest
+                    query, entities, passages, tuning, candidates, reserve=longest
                 )
             except PromptTooLongError as err:
                 notes.append(f"decoding used the search order: {err}")
@@ -393,7 +429,7 @@ class EvidenceChainMiner:
                     prompt_ids,
                     texts,
                     top_k=config.beam_width,
-                    batch_size=config.rank_batch_size,
+                    batch_size=tuning.rank_batch_size,
                 )
         chains = [replace(candidates[c.index], lm_logprob=c.logprob) for c in output.choices]
         return chains, output.prompt_tokens, output.generated_tokens

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neocorrag_core.chains.config import MinerConfig
+from neocorrag_core.chains.config import MinerConfig, MinerTuning
 from neocorrag_core.chains.graph import EvidenceGraph
 from neocorrag_core.rendering import linearize
 from neocorrag_core.types import EvidenceChain
@@ -55,6 +55,7 @@ def select_seeds(
     entity_vecs: np.ndarray,
     query_vec: np.ndarray,
     config: MinerConfig,
+    tuning: MinerTuning,
 ) -> SeedSelection:
     """Eq. 2: nodes with cos(node, mean of E_q) >= tau_node, with a documented fallback.
 
@@ -72,32 +73,32 @@ def select_seeds(
         passing = np.flatnonzero(sims >= config.tau_node)
         if passing.size:
             order = passing[np.argsort(-sims[passing], kind="stable")]
-            return SeedSelection([node_keys[i] for i in order[: config.max_seeds]])
+            return SeedSelection([node_keys[i] for i in order[: tuning.max_seeds]])
         per_entity = node_vecs @ entity_vecs.T  # (nodes, entities)
         best: dict[int, float] = {}
-        k = config.seed_fallback_per_entity
+        k = tuning.seed_fallback_per_entity
         for column in per_entity.T:
             for i in np.argsort(-column, kind="stable")[:k]:
-                if column[i] >= config.seed_fallback_min_similarity:
+                if column[i] >= tuning.seed_fallback_min_similarity:
                     best[int(i)] = max(best.get(int(i), -1.0), float(column[i]))
         if best:
             ranked = sorted(best, key=lambda i: -best[i])
-            return SeedSelection([node_keys[i] for i in ranked[: config.max_seeds]], "per_entity")
+            return SeedSelection([node_keys[i] for i in ranked[: tuning.max_seeds]], "per_entity")
     sims = node_vecs @ query_vec
-    order = np.argsort(-sims, kind="stable")[: config.seed_fallback_per_entity]
+    order = np.argsort(-sims, kind="stable")[: tuning.seed_fallback_per_entity]
     return SeedSelection([node_keys[i] for i in order], "query")
 
 
 def activated_score(
-    length: int, vec_sum: np.ndarray, boosts: int, query_vec: np.ndarray, config: MinerConfig
+    length: int, vec_sum: np.ndarray, boosts: int, query_vec: np.ndarray, tuning: MinerTuning
 ) -> float:
     """Eq. 5 from a path's length, the sum of its triple embeddings and its boost count.
 
     score = alpha^ReLU(|P| - L) * cos(mean_k Emb(t_k), Emb(q)) * beta^#{k: sim_k >= tau_boost}
     """
-    penalty = config.alpha ** max(0, length - config.max_path_length)
+    penalty = tuning.alpha ** max(0, length - tuning.max_path_length)
     relevance = float(_unit(vec_sum / length) @ query_vec)
-    return penalty * relevance * _reward(config.beta, boosts)
+    return penalty * relevance * _reward(tuning.beta, boosts)
 
 
 # beta^boosts saturates here: a float power that overflows raises OverflowError (beta=1e200,
@@ -114,11 +115,15 @@ def _reward(beta: float, boosts: int) -> float:
 
 
 def path_score(
-    triple_vecs: np.ndarray, triple_sims: np.ndarray, query_vec: np.ndarray, config: MinerConfig
+    triple_vecs: np.ndarray,
+    triple_sims: np.ndarray,
+    query_vec: np.ndarray,
+    config: MinerConfig,
+    tuning: MinerTuning,
 ) -> float:
     """Eq. 5 for one path given its triples' embeddings and their cosines to the query."""
     boosts = int(np.count_nonzero(triple_sims >= config.tau_boost))
-    return activated_score(len(triple_vecs), triple_vecs.sum(axis=0), boosts, query_vec, config)
+    return activated_score(len(triple_vecs), triple_vecs.sum(axis=0), boosts, query_vec, tuning)
 
 
 def search_paths(
@@ -127,6 +132,7 @@ def search_paths(
     triple_vecs: np.ndarray,
     query_vec: np.ndarray,
     config: MinerConfig,
+    tuning: MinerTuning,
 ) -> tuple[list[CandidatePath], SearchStats]:
     """Pruned DFS from every seed; returns the top ``num_candidates`` paths by Eq. 5.
 
@@ -150,14 +156,14 @@ def search_paths(
         stack = [(seed, (), (), frozenset([seed]), np.zeros_like(query_vec), 0)]
         while stack:
             node, path, dirs, visited, vec_sum, boosts = stack.pop()
-            if len(path) >= config.max_hops:
+            if len(path) >= tuning.max_hops:
                 continue
             for edge in graph.neighbors(node):
                 if edge.neighbor in visited or edge.triple_index in path:
                     continue
                 if (
-                    stats.expansions >= config.max_expansions
-                    or stats.paths_scored >= config.max_paths
+                    stats.expansions >= tuning.max_expansions
+                    or stats.paths_scored >= tuning.max_paths
                 ):
                     stats.truncated = True
                     break
@@ -184,10 +190,10 @@ def search_paths(
                     continue
                 seen.add(key)
                 stats.paths_scored += 1
-                score = activated_score(len(new_path), new_sum, new_boosts, query_vec, config)
+                score = activated_score(len(new_path), new_sum, new_boosts, query_vec, tuning)
                 counter += 1
                 item = (score, -counter, CandidatePath(new_path, new_dirs, score))
-                if len(best) < config.num_candidates:
+                if len(best) < tuning.num_candidates:
                     heapq.heappush(best, item)
                 elif item > best[0]:
                     heapq.heapreplace(best, item)
@@ -209,6 +215,7 @@ def naive_search_paths(
     triple_vecs: np.ndarray,
     query_vec: np.ndarray,
     config: MinerConfig,
+    tuning: MinerTuning,
 ) -> tuple[list[CandidatePath], SearchStats]:
     """Ablation "w/ Naive Chain Search": unpruned breadth-first paths from the seeds.
 
@@ -228,14 +235,14 @@ def naive_search_paths(
     queue: deque[tuple[str, tuple[int, ...], tuple[bool, ...], frozenset[str]]] = deque(
         (seed, (), (), frozenset([seed])) for seed in seeds
     )
-    while queue and len(found) < config.num_candidates:
+    while queue and len(found) < tuning.num_candidates:
         node, path, dirs, visited = queue.popleft()
-        if len(path) >= config.max_hops:
+        if len(path) >= tuning.max_hops:
             continue
         for edge in graph.neighbors(node):
             if edge.neighbor in visited or edge.triple_index in path:
                 continue
-            if stats.expansions >= config.max_expansions:
+            if stats.expansions >= tuning.max_expansions:
                 stats.truncated = True
                 stats.notes.append(f"naive search stopped at {stats.expansions} expansions")
                 queue.clear()
@@ -251,7 +258,7 @@ def naive_search_paths(
             stats.paths_scored += 1
             score = float(_unit(triple_vecs[list(new_path)].mean(axis=0)) @ query_vec)
             found.append(CandidatePath(new_path, new_dirs, score))
-            if len(found) >= config.num_candidates:
+            if len(found) >= tuning.num_candidates:
                 break
     return found, stats
 

@@ -294,6 +294,7 @@ def run_eval(args: argparse.Namespace) -> int:
         pool=args.pool,
         corpus=args.corpus,
         retriever=args.retriever,
+        vector_store=args.vector_store,
         reader=args.reader,
         lm=args.lm,
         embedder=args.embedder,
@@ -384,6 +385,13 @@ def add_eval_parser(sub: Any) -> None:
     )
     ev.add_argument(
         "--retriever", choices=["dense", "bm25"], default="dense", help="(default: dense)"
+    )
+    ev.add_argument(
+        "--vector-store",
+        metavar="DIR",
+        help="with --pool corpus: keep the pooled corpus in a persistent Chroma collection "
+        "under DIR (built on first use, reopened after) and retrieve through it "
+        "(needs the chroma extra)",
     )
     ev.add_argument(
         "--reader",

@@ -41,7 +41,7 @@ from neocorrag_core.belief import (
 from neocorrag_core.belief.answer import ANSWER_PROMPT_VERSION, LMAnswerGenerator
 from neocorrag_core.belief.calibrator import shipped_pair
 from neocorrag_core.belief.components import Verifier
-from neocorrag_core.belief.config import preset_settings
+from neocorrag_core.belief.config import BeliefTuning, belief_settings, preset_settings
 from neocorrag_core.belief.defaults import answer_miner as default_answer_miner
 from neocorrag_core.belief.verifier import VERIFIER_PROMPT_VERSION
 from neocorrag_core.belief.writer import REWRITE_PROMPT_VERSION
@@ -82,6 +82,7 @@ class Shared:
     calibrator: AnswerabilityCalibrator
     after_search: AnswerabilityCalibrator
     config: BeliefConfig
+    tuning: BeliefTuning
 
 
 def first_round_search(call: MethodInput) -> SearchFn:
@@ -98,7 +99,7 @@ def first_round_search(call: MethodInput) -> SearchFn:
 
 class BeliefMethod:
     """One controller episode per question (``belief``, or one of the lab's ablations:
-    ``overrides`` are the :class:`BeliefConfig` fields the method changes)."""
+    ``overrides`` are the fields of :class:`BeliefConfig` or its tuning the method changes)."""
 
     def __init__(
         self, name: str, controller: BeliefController, overrides: Mapping[str, Any] | None = None
@@ -147,7 +148,7 @@ def shared_components(context: BuildContext) -> Shared:
     found = context.shared.get("belief")
     if isinstance(found, Shared):
         return found
-    config = run_config(context.reader, context.belief_overrides)
+    config, tuning = run_settings(context.reader, context.belief_overrides)
     models = context.miner.models
     budget = PromptBudget(max_passages=config.max_evidence)
     components = default_components(
@@ -165,7 +166,7 @@ def shared_components(context: BuildContext) -> Shared:
             relevance=components.relevance,
         )
     pair = fitted_models(context.reader)
-    shared = Shared(components, pair[0], pair[1], config)
+    shared = Shared(components, pair[0], pair[1], config, tuning)
     context.shared["belief"] = shared
     return shared
 
@@ -195,6 +196,7 @@ def controller(context: BuildContext, *, verifier: Verifier | None = None) -> Be
         calibrator=shared.calibrator,
         after_search=shared.after_search,
         config=shared.config,
+        tuning=shared.tuning,
         miner=answer_miner(context),
     )
 
@@ -207,7 +209,7 @@ def refines_answer(
     """Whether a controller method with config ``overrides`` answers from the refined
     evidence in a run with generator ``reader`` (its preset settings, ``--belief``, then the
     method's own)."""
-    config = run_config(reader, belief_overrides).with_overrides(**dict(overrides or {}))
+    config, _ = belief_settings(*run_settings(reader, belief_overrides), overrides)
     return config.refine_answer != "none"
 
 
@@ -220,11 +222,13 @@ def fitted_models(reader: str) -> tuple[AnswerabilityCalibrator, AnswerabilityCa
     )
 
 
-def run_config(reader: str = "default", overrides: Mapping[str, Any] | None = None) -> BeliefConfig:
+def run_settings(
+    reader: str = "default", overrides: Mapping[str, Any] | None = None
+) -> tuple[BeliefConfig, BeliefTuning]:
     """The controller settings of a run: the generator's own preset settings
     (``PRESET_SETTINGS``), as a controller built for it gets them, changed by ``--belief``
-    (``overrides``) like any other field."""
-    return BeliefConfig(**preset_settings(reader)).with_overrides(**(overrides or {}))
+    (``overrides``, fields of either settings object) like any other field."""
+    return belief_settings(BeliefConfig(**preset_settings(reader)), None, overrides)
 
 
 def controller_version(
@@ -253,7 +257,7 @@ def controller_version(
     if settings:
         parts.append("preset " + " ".join(f"{k}={v}" for k, v in sorted(settings.items())))
     # Scheduled searches (min_searches > 1) use the no-LM next-hop query.
-    if run_config(reader, belief_overrides).min_searches > 1:
+    if run_settings(reader, belief_overrides)[0].min_searches > 1:
         parts.append(ENTITY_QUERY_VERSION)
     if reads_chains:  # the verifier reads the miner's chain block
         parts.append(MINER_OUTPUT_VERSION)
@@ -293,6 +297,6 @@ __all__ = [
     "fitted_models",
     "method_version",
     "refines_answer",
-    "run_config",
+    "run_settings",
     "shared_components",
 ]

@@ -24,10 +24,10 @@ from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
 from neocorrag_core.eval.refiners import MINER_OUTPUT_VERSION
 from neocorrag_core.evireform import (
     EvidenceReformulator,
-    ReformulationConfig,
     ReformulationResult,
     SearchFn,
 )
+from neocorrag_core.evireform.config import reformulation_settings
 from neocorrag_core.types import Passage
 
 EVIREFORM_METHODS = ("evireform",)
@@ -124,8 +124,9 @@ def config_version(overrides: Mapping[str, Any] | None = None, *, mined: bool = 
     and :data:`~neocorrag_core.chains.focus.FOCUS_RULES`. (Before ``miner-8`` every
     EviReform method carried them, so a miner change reran loops that never read the
     miner.)"""
-    config = ReformulationConfig().with_overrides(**dict(overrides or {}))
-    digest = hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode()).hexdigest()
+    config, tuning = reformulation_settings(changes=overrides)
+    fields = {**config.to_dict(), **tuning.to_dict()}  # one digest of both, as before the split
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
     if mined:
         return f"{RULES_VERSION} {MINER_OUTPUT_VERSION} {FOCUS_RULES} config {digest[:12]}"
     return f"{RULES_VERSION} config {digest[:12]}"
@@ -141,10 +142,10 @@ def shared_loop(context: BuildContext) -> tuple[EvidenceReformulator, dict[Any, 
     EviReform method of one run shares, made by the first one built."""
     shared = context.shared.get("evireform")
     if shared is None:
-        config = ReformulationConfig().with_overrides(**context.evireform_overrides)
+        config, tuning = reformulation_settings(changes=context.evireform_overrides)
         miner = context.miner
         reformulator = EvidenceReformulator(
-            config, models=miner.models, triple_source=miner.triple_source
+            config, tuning=tuning, models=miner.models, triple_source=miner.triple_source
         )
         shared = context.shared["evireform"] = (reformulator, {})
     reformulator, memo = shared

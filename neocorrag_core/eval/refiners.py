@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from neocorrag_core.chains.config import KEEP_MODES, MinerConfig
+from neocorrag_core.chains.config import KEEP_MODES, miner_settings
 from neocorrag_core.chains.focus import CUT_REASONS, FOCUS_RULES
 from neocorrag_core.chains.keep import passthrough
 from neocorrag_core.chains.miner import EvidenceChainMiner
@@ -50,7 +50,7 @@ def miner_version(overrides: Mapping[str, Any]) -> str:
     the run settings: :data:`MINER_OUTPUT_VERSION`, the overrides and, when the method cuts
     passages, the sentence rules (:data:`~neocorrag_core.chains.focus.FOCUS_RULES`)."""
     version = f"{MINER_OUTPUT_VERSION} {json.dumps(dict(overrides), sort_keys=True)}"
-    if MinerConfig().with_overrides(**overrides).passage_focus in CUT_REASONS:
+    if miner_settings(changes=overrides)[0].passage_focus in CUT_REASONS:
         return f"{version} {FOCUS_RULES}"
     return version
 

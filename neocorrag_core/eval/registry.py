@@ -84,6 +84,7 @@ class MethodSpec:
 _REFINERS = "neocorrag_core.eval.refiners"
 _EVIREFORM = "neocorrag_core.eval.evireform_methods"
 _BELIEF = "neocorrag_core.eval.belief_methods"
+_PIPELINE = "neocorrag_core.eval.pipeline_methods"
 
 
 BUILTIN_METHODS: tuple[MethodSpec, ...] = (
@@ -104,10 +105,23 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         version=f"{_EVIREFORM}:method_version",
     ),
     MethodSpec(
+        "evireform-refined",
+        "EviReform, then the refiner told what EviReform found on purpose (the pipeline)",
+        f"{_PIPELINE}:build",
+        version=f"{_PIPELINE}:method_version",
+    ),
+    MethodSpec(
         "belief",
         "the evidence-state controller: verify, correct, search, answer or abstain",
         f"{_BELIEF}:build",
         version=f"{_BELIEF}:method_version",
+        answers=True,
+    ),
+    MethodSpec(
+        "belief-composed",
+        "the evidence-state controller over the pipeline (each search: EviReform, refiner)",
+        f"{_PIPELINE}:build",
+        version=f"{_PIPELINE}:method_version",
         answers=True,
     ),
 )
@@ -138,6 +152,7 @@ LAB_METHOD_NAMES: frozenset[str] = frozenset(
         "ablation-free-decoding",
         "ablation-no-filter",
         *(f"evireform-{v}" for v in ("lm", "rounds2", "repeat", "rerank", "neocorrag")),
+        "evireform-refined-plain",
         "closed-book",
         "single-shot",
         "iterative",
@@ -158,6 +173,7 @@ LAB_METHOD_NAMES: frozenset[str] = frozenset(
         *(f"lc-embeddings-filter-{t}" for t in ("0.3", "0.4", "0.6")),
         "lc-llm-filter",
         "lc-llm-filter-logits",
+        "lc-multiquery-ef",
     }
 )
 """The names of the development lab's methods (ablations, paper variants, peer baselines):

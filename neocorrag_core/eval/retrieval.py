@@ -81,6 +81,7 @@ class Retriever:
         pool: PoolMode = "per-question",
         corpus: Sequence[Passage] | None = None,
         vector_cache: Path | None = None,
+        vector_store: Path | None = None,
     ) -> None:
         if kind not in ("dense", "bm25"):
             raise ValueError(f"retriever must be 'dense' or 'bm25', got {kind!r}")
@@ -98,13 +99,31 @@ class Retriever:
         """Folder where the pooled corpus's vectors are kept between runs (``None``: not
         kept). Embedding a pooled corpus takes minutes on a laptop CPU, once per run
         otherwise; only use it with an embedder whose name identifies its weights."""
+        self.vector_store = vector_store
+        """Folder of a persistent Chroma collection of the pooled corpus (dense only): the
+        search then runs through the store (:mod:`neocorrag_core.eval.vector_store`)."""
+        self._index: Any = None
+        self._by_id: dict[str, Passage] = {}
 
     def retrieve(self, example: QAExample, k: int) -> list[Passage]:
         """The top-``k`` passages for the example's question, best first."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        if self.vector_store is not None and self.pool == "corpus" and self.kind == "dense":
+            return self._from_store(example.question, k)
         passages = self.corpus if self.pool == "corpus" else list(example.passages)
         return top_k(passages, self._scores(example.question, passages), k)
+
+    def _from_store(self, question: str, k: int) -> list[Passage]:
+        if self._index is None:
+            from neocorrag_core.eval.vector_store import ChromaIndex
+
+            assert self.vector_store is not None
+            self._by_id = {p.id: p for p in self.corpus}
+            texts = [render_passage(p) for p in self._by_id.values()]
+            self._index = ChromaIndex(self.vector_store, list(self._by_id), texts, self.embedder)
+        found = self._index.search(question, k)
+        return [replace(self._by_id[pid], score=score) for pid, score in found]
 
     def search_fn(self, example: QAExample) -> Callable[[str, int], list[Passage]]:
         """``search(query, k)`` over the example's pool: what a method that retrieves again

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from neocorrag_core.chains.config import MinerConfig
+from neocorrag_core.chains.config import miner_settings
 from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.eval import metrics as M
 from neocorrag_core.eval.datasets import LoadReport, QAExample, load_corpus, load_qa
@@ -75,6 +75,9 @@ class EvalSettings:
     pool: str = "per-question"
     corpus: str | None = None
     retriever: str = "dense"
+    vector_store: str | None = None
+    """A folder for a persistent Chroma collection of the pooled corpus (``--pool corpus``,
+    dense): retrieval then runs through the store (:mod:`neocorrag_core.eval.vector_store`)."""
     reader: str = "default"
     lm: str | None = None
     embedder: str | None = None
@@ -113,6 +116,11 @@ class EvalSettings:
             raise ValueError(
                 f"--retriever must be one of {', '.join(RETRIEVERS)}, got {self.retriever!r}"
             )
+        if self.vector_store is not None and (self.pool != "corpus" or self.retriever != "dense"):
+            raise ValueError(
+                "--vector-store holds the pooled corpus for dense retrieval: add --pool corpus "
+                "(and keep --retriever dense)"
+            )
         if self.max_new_tokens < 1:
             raise ValueError(f"--max-new-tokens must be >= 1, got {self.max_new_tokens}")
         if self.bootstrap < 1:
@@ -140,18 +148,18 @@ class EvalSettings:
                     f"{verb} (no reader reads the context); leave "
                     f"{'it' if len(answering) == 1 else 'them'} out of --methods"
                 )
-        from neocorrag_core.belief import BeliefConfig
+        from neocorrag_core.belief.config import belief_settings
         from neocorrag_core.errors import ConfigError
-        from neocorrag_core.evireform import ReformulationConfig
+        from neocorrag_core.evireform.config import reformulation_settings
 
-        bases: tuple[tuple[str, Any], ...] = (
-            ("miner", MinerConfig()),
-            ("evireform", ReformulationConfig()),
-            ("belief", BeliefConfig()),
+        checks: tuple[tuple[str, Any], ...] = (
+            ("miner", miner_settings),
+            ("evireform", reformulation_settings),
+            ("belief", belief_settings),
         )
-        for name, base in bases:
+        for name, settings in checks:
             try:
-                base.with_overrides(**getattr(self, f"{name}_overrides"))
+                settings(changes=getattr(self, f"{name}_overrides"))
             except (TypeError, ConfigError) as err:  # a usage error, said in one line
                 raise ValueError(f"--{name}: {err}") from None
 
@@ -175,6 +183,8 @@ class EvalSettings:
             "contexts_from",
         )
         signature = {k: getattr(self, k) for k in keys}
+        if self.vector_store is not None:  # the store's (approximate) search, not its folder
+            signature["vector_store"] = "chroma"
         # Input files are known by name and content, not by path, so a run resumes (and a
         # replay matches) from another working directory or machine.
         for key in ("data", "corpus", "triples"):
@@ -460,10 +470,11 @@ def build_components(
 
     given_embedder = embedder
     embedder = resolve_embedder(embedder if embedder is not None else settings.embedder)
-    config = MinerConfig().with_overrides(**settings.miner_overrides)
+    config, tuning = miner_settings(changes=settings.miner_overrides)
     lm_spec = lm if lm is not None else settings.lm
     miner = EvidenceChainMiner(
         config,
+        tuning=tuning,
         embedder=embedder,
         lm=lm_spec,
         triple_source=triple_source or resolve_triple_source(settings.triples, settings.out),
@@ -493,6 +504,7 @@ def build_components(
         pool=settings.pool,  # type: ignore[arg-type]
         corpus=corpus,
         vector_cache=default_cache_dir() / "eval-vectors" if named else None,
+        vector_store=Path(settings.vector_store) if settings.vector_store else None,
     )
     if settings.contexts_from:
         source = source if source is not None else replay_source(settings)

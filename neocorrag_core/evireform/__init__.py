@@ -11,7 +11,7 @@ normalization and mixing, one round of shared-entity propagation, passage aggreg
 ``search(query, k)`` function.
 """
 
-from .config import ReformulationConfig
+from .config import ReformulationConfig, ReformulationTuning
 from .reformulator import AsyncSearchFn, EvidenceReformulator, RetrievalError, SearchFn
 from .types import Proposition, RankedPassage, ReformulationQuery, ReformulationResult
 
@@ -23,6 +23,7 @@ __all__ = [
     "ReformulationConfig",
     "ReformulationQuery",
     "ReformulationResult",
+    "ReformulationTuning",
     "RetrievalError",
     "SearchFn",
 ]

@@ -1,18 +1,30 @@
-"""Configuration of evidence-guided query reformulation (EviReform)."""
+"""Configuration of evidence-guided query reformulation (EviReform): :class:`ReformulationConfig`,
+what a user chooses, and :class:`ReformulationTuning`, the research settings the lab varies.
+
+The two share no field name: :func:`reformulation_settings` applies flat ``name=value`` changes
+(per-call overrides, the eval's ``--evireform KEY=VALUE``, the lab's methods) to whichever has it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
-from neocorrag_core.errors import ConfigError
 from neocorrag_core.lm.prompt_budget import (
     DEFAULT_PASSAGE_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     DEFAULT_QUESTION_TOKENS,
     DEFAULT_TITLE_TOKENS,
 )
-from neocorrag_core.validation import check_bool, check_choice, check_int, check_number
+from neocorrag_core.validation import (
+    Settings,
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+    with_changes,
+)
 
 ResidualMode = Literal["lm", "entities", "repeat"]
 SelectionMode = Literal["beam", "rank", "embedding"]
@@ -22,29 +34,19 @@ PromptContext = Literal["passages", "sentences"]
 
 
 @dataclass(frozen=True)
-class ReformulationConfig:
-    """Knobs of the reformulation loop; defaults follow the EviReform paper where it has one.
+class ReformulationTuning(Settings):
+    """The reformulation loop's research settings: the paper's controls, the evidence and
+    ranking rules chosen on tune halves, prompt budgets.
+
+    ``EvidenceReformulator(config, tuning=ReformulationTuning(...))`` takes them; the adapters
+    leave them at these defaults (share such an engine with ``reformulator=``). The lab's
+    methods and the eval's ``--evireform KEY=VALUE`` name a field of either object.
 
     Retrieval
-        first_k: passages asked of the search for the original question (``None``: the
-            ``k`` the caller asked for). A deeper first search is not better: 10 for a
-            top-5 completed more MuSiQue pools but lost Chain@5 on both MuSiQue tune
-            halves (its extra passages change the bridges searched; docs/lab-log.md).
-        residual_k: passages asked for each residual query (3 and 10 measured on the
-            MuSiQue tune halves: no better than 5).
         residual_retrieval: ``False`` is the paper's *rerank* control: residual queries
             only re-score the first pool, nothing new is retrieved.
-        rounds: reformulation rounds at most (paper's main setting: 1). With
-            ``ranking="chains"`` a later round's links only continue a chain already in the
-            top-k (:func:`~neocorrag_core.evireform.ranking.chain_top_k`).
-        adaptive_rounds: a round after the first runs only while the evidence leaves some
-            relation word of the question open (:mod:`~neocorrag_core.evireform.relations`);
-            ``False`` runs every round while new passages arrive.
 
     Evidence selection (stage b)
-        selection: ``"beam"`` (trie-constrained beam search over the proposition texts,
-            like the chain decoder), ``"rank"`` (exact log-likelihood of every candidate),
-            or ``"embedding"`` (cosine to the question; no LM).
         max_evidence: propositions selected per round.
         evidence_margin: only propositions whose cosine to the question is within this
             margin of the best candidate's are offered (``None``: no floor), so a first
@@ -71,11 +73,6 @@ class ReformulationConfig:
             as ``MinerConfig.prompt_context``.
 
     Residual queries (stage c)
-        residual_queries: ``"lm"`` (the LM writes them; bridge entities when it writes
-            nothing usable or the token budget is spent), ``"entities"`` (bridge entities
-            only, no LM), or ``"repeat"`` (the paper's control: the original question
-            again, no LM).
-        max_residual_queries: at most this many per round (paper: 3).
         relation_words: a bridge-entity query carries the question's relation words that
             the evidence has not covered yet ("Mountrail County capital", kind
             ``"template"``), so it reaches the next hop instead of any passage that
@@ -129,26 +126,20 @@ class ReformulationConfig:
             over a passage whose title already fills this many chosen slots while
             another passage can take the slot; ``None`` = no cap. Both chosen on the tune
             halves of five dev files (3 more complete chains of 305, none lost).
-
-    Budget
-        max_lm_tokens: prompt + generated tokens the LM may spend per question; a step
-            whose worst-case cost would overrun it runs its no-LM fallback instead.
-            ``None`` = unlimited.
     """
 
-    first_k: int | None = None
-    residual_k: int = 5
     residual_retrieval: bool = True
-    rounds: int = 1
-    selection: SelectionMode = "embedding"
     max_evidence: int = 3
     evidence_margin: float | None = 0.1
+    relation_evidence: bool = True
+    first_hop_facts: bool = True
     max_selection_candidates: int = 40
     selection_passages: int = 5
     max_passage_chars: int = 400
     prompt_context: PromptContext = "passages"
-    residual_queries: ResidualMode = "entities"
-    max_residual_queries: int = 3
+    relation_words: bool = True
+    max_relation_words: int = 3
+    question_entity_queries: int = 1
     fill_with_entities: bool = True
     max_query_tokens: int = 64
     max_query_words: int = 16
@@ -156,11 +147,6 @@ class ReformulationConfig:
     max_title_tokens: int = DEFAULT_TITLE_TOKENS
     max_passage_tokens: int = DEFAULT_PASSAGE_TOKENS
     max_prompt_tokens: int = DEFAULT_PROMPT_TOKENS
-    relation_words: bool = True
-    relation_evidence: bool = True
-    max_relation_words: int = 3
-    question_entity_queries: int = 1
-    adaptive_rounds: bool = True
     score_temperature: float | None = 0.1
     original_weight: float = 0.5
     propagation_weight: float = 0.5
@@ -171,22 +157,15 @@ class ReformulationConfig:
     follow_titles: bool = True
     follow_names: bool = True
     max_per_page: int | None = 2
-    first_hop_facts: bool = True
-    max_lm_tokens: int | None = 4000
 
     def __post_init__(self) -> None:
-        owner = "ReformulationConfig"
-        check_choice(owner, "selection", self.selection, ("beam", "rank", "embedding"))
-        check_choice(owner, "residual_queries", self.residual_queries, ("lm", "entities", "repeat"))
+        owner = "ReformulationTuning"
         check_choice(owner, "aggregation", self.aggregation, ("max", "sum"))
         check_choice(owner, "ranking", self.ranking, ("mixed", "chains"))
         check_choice(owner, "prompt_context", self.prompt_context, ("passages", "sentences"))
         for name in (
-            "residual_k",
-            "rounds",
             "max_evidence",
             "max_selection_candidates",
-            "max_residual_queries",
             "max_query_tokens",
             "max_query_words",
             "max_question_tokens",
@@ -196,20 +175,20 @@ class ReformulationConfig:
             "max_relation_words",
         ):
             check_int(owner, name, getattr(self, name), minimum=1)
-        check_int(owner, "first_k", self.first_k, minimum=1, optional=True)
-        check_int(owner, "selection_passages", self.selection_passages, minimum=0)
-        check_int(owner, "chain_lead", self.chain_lead, minimum=0)
-        check_int(owner, "max_anchors", self.max_anchors, minimum=0)
+        for name in (
+            "selection_passages",
+            "chain_lead",
+            "max_anchors",
+            "question_entity_queries",
+            "max_passage_chars",
+        ):
+            check_int(owner, name, getattr(self, name), minimum=0)
         check_int(owner, "max_per_page", self.max_per_page, minimum=1, optional=True)
-        check_int(owner, "question_entity_queries", self.question_entity_queries, minimum=0)
-        check_int(owner, "max_passage_chars", self.max_passage_chars, minimum=0)
-        check_int(owner, "max_lm_tokens", self.max_lm_tokens, minimum=0, optional=True)
         for name in (
             "residual_retrieval",
             "fill_with_entities",
             "relation_words",
             "relation_evidence",
-            "adaptive_rounds",
             "follow_titles",
             "follow_names",
             "first_hop_facts",
@@ -222,6 +201,64 @@ class ReformulationConfig:
             owner, "score_temperature", self.score_temperature, low=0.0, low_open=True,
             optional=True,
         )  # fmt: skip
+        self._plain_numbers()
+
+
+@dataclass(frozen=True)
+class ReformulationConfig(Settings):
+    """What a user chooses of the reformulation loop: how much it searches, whether the LM
+    writes, and its token budget. Defaults follow the EviReform paper where it has one;
+    research settings: :class:`ReformulationTuning`.
+
+    Retrieval
+        first_k: passages asked of the search for the original question (``None``: the
+            ``k`` the caller asked for). A deeper first search is not better: 10 for a
+            top-5 completed more MuSiQue pools but lost Chain@5 on both MuSiQue tune
+            halves (its extra passages change the bridges searched; docs/lab-log.md).
+        residual_k: passages asked for each residual query (3 and 10 measured on the
+            MuSiQue tune halves: no better than 5).
+        rounds: reformulation rounds at most (paper's main setting: 1). With
+            ``ranking="chains"`` a later round's links only continue a chain already in the
+            top-k (:func:`~neocorrag_core.evireform.ranking.chain_top_k`).
+        adaptive_rounds: a round after the first runs only while the evidence leaves some
+            relation word of the question open (:mod:`~neocorrag_core.evireform.relations`);
+            ``False`` runs every round while new passages arrive.
+
+    The LM (none by default)
+        selection: ``"beam"`` (trie-constrained beam search over the proposition texts,
+            like the chain decoder), ``"rank"`` (exact log-likelihood of every candidate),
+            or ``"embedding"`` (cosine to the question; no LM).
+        residual_queries: ``"lm"`` (the LM writes them; bridge entities when it writes
+            nothing usable or the token budget is spent), ``"entities"`` (bridge entities
+            only, no LM), or ``"repeat"`` (the paper's control: the original question
+            again, no LM).
+        max_residual_queries: at most this many per round (paper: 3).
+        max_lm_tokens: prompt + generated tokens the LM may spend per question; a step
+            whose worst-case cost would overrun it runs its no-LM fallback instead.
+            ``None`` = unlimited.
+    """
+
+    research: ClassVar[type[Settings] | None] = ReformulationTuning
+
+    first_k: int | None = None
+    residual_k: int = 5
+    rounds: int = 1
+    adaptive_rounds: bool = True
+    selection: SelectionMode = "embedding"
+    residual_queries: ResidualMode = "entities"
+    max_residual_queries: int = 3
+    max_lm_tokens: int | None = 4000
+
+    def __post_init__(self) -> None:
+        owner = "ReformulationConfig"
+        check_int(owner, "first_k", self.first_k, minimum=1, optional=True)
+        for name in ("residual_k", "rounds", "max_residual_queries"):
+            check_int(owner, name, getattr(self, name), minimum=1)
+        check_bool(owner, "adaptive_rounds", self.adaptive_rounds)
+        check_choice(owner, "selection", self.selection, ("beam", "rank", "embedding"))
+        check_choice(owner, "residual_queries", self.residual_queries, ("lm", "entities", "repeat"))
+        check_int(owner, "max_lm_tokens", self.max_lm_tokens, minimum=0, optional=True)
+        self._plain_numbers()
 
     @property
     def uses_lm(self) -> bool:
@@ -230,26 +267,25 @@ class ReformulationConfig:
             return False
         return self.selection != "embedding" or self.residual_queries == "lm"
 
-    def with_overrides(self, **overrides: Any) -> ReformulationConfig:
-        """A copy with some fields changed; unknown names raise a ``TypeError``."""
-        known = {f.name for f in fields(self)}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise ConfigError(
-                f"unknown ReformulationConfig field(s): {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(known))}"
-            )
-        return replace(self, **overrides)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict of every field (for reports and caches)."""
-        return asdict(self)
+def reformulation_settings(
+    config: ReformulationConfig | None = None,
+    tuning: ReformulationTuning | None = None,
+    changes: Mapping[str, Any] | None = None,
+) -> tuple[ReformulationConfig, ReformulationTuning]:
+    """``config`` and ``tuning`` (defaults when ``None``) with the flat ``changes`` (field
+    name -> value, of either class) applied; an unknown name is a ``ConfigError``."""
+    return with_changes(
+        config or ReformulationConfig(), tuning or ReformulationTuning(), changes or {}
+    )
 
 
 __all__ = [
     "AggregationMode",
     "RankingMode",
     "ReformulationConfig",
+    "ReformulationTuning",
     "ResidualMode",
     "SelectionMode",
+    "reformulation_settings",
 ]

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 
 from neocorrag_core.chains.graph import normalize_entity
 from neocorrag_core.chains.query_entities import capitalized_spans
+from neocorrag_core.rendering import FACT_SENTENCE_CHARS, fact_sentences, lead_fact
 from neocorrag_core.types import Passage, Triple
 
 from .relations import relation_position
 from .types import Proposition
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-LEAD_SENTENCE_CHARS = 200
+LEAD_SENTENCE_CHARS = FACT_SENTENCE_CHARS
 
 
 def build_propositions(
@@ -52,7 +52,6 @@ def relation_sentences(
     passages: Sequence[Passage],
     words: Sequence[str],
     *,
-    max_chars: int = LEAD_SENTENCE_CHARS,
     max_names: int = 3,
 ) -> list[Proposition]:
     """One proposition per sentence that states one of the question's relation ``words``
@@ -66,20 +65,18 @@ def relation_sentences(
         return []
     found: list[Proposition] = []
     for passage in passages:
-        body = " ".join(passage.text.split())
-        for sentence in _SENTENCE_SPLIT.split(body):
+        for sentence in fact_sentences(passage.text):
             at = relation_position(sentence, words)
             if at < 0:
                 continue
             names = _names_near(sentence, at)[: max(0, max_names)]
             keys = tuple(dict.fromkeys(k for k in map(normalize_entity, names) if k))
             if keys:
-                found.append(Proposition(sentence[:max_chars], (passage.id,), keys, names))
+                text = sentence[:FACT_SENTENCE_CHARS]
+                found.append(Proposition(text, (passage.id,), keys, names))
     return found
 
 
-# Sentence ends, but not after an initial ("José A. Ferreyra") or a common abbreviation.
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\bJr\.)(?<!\bSt\.)(?<!\bDr\.)\s+")
 _SEGMENT = re.compile(r"[,;:()\[\]\"“”]|\s+and\s+|\s+or\s+")
 
 
@@ -110,10 +107,8 @@ def _from_triple(triple: Triple, passage_id: str) -> Proposition:
 
 
 def _lead_sentence(passage: Passage) -> Proposition:
-    body = " ".join(passage.text.split())
-    lead = _SENTENCE_END.split(body, maxsplit=1)[0][:LEAD_SENTENCE_CHARS]
+    text = lead_fact(passage.title, passage.text)
     title = " ".join(passage.title.split())
-    text = f"{title}: {lead}" if title and lead else title or lead
     key = normalize_entity(title) if title else ""
     return Proposition(text, (passage.id,), (key,) if key else (), (title,) if key else ())
 

@@ -44,7 +44,7 @@ from neocorrag_core.triples.precomputed import triple_source_or_default, vector_
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import clean_text
 
-from .config import ReformulationConfig
+from .config import ReformulationConfig, ReformulationTuning, reformulation_settings
 from .propositions import build_propositions, relation_sentences
 from .ranking import (
     chain_links,
@@ -129,8 +129,11 @@ class EvidenceReformulator:
     """Searches again for the evidence the first retrieval missed (EviReform).
 
     Args:
-        config: loop settings; defaults follow the paper (one round, three residual
-            queries, half the score mass on the original question, half propagated).
+        config: what a user chooses (:class:`~neocorrag_core.evireform.ReformulationConfig`);
+            defaults follow the paper (one round, three residual queries).
+        tuning: the research settings
+            (:class:`~neocorrag_core.evireform.config.ReformulationTuning`: evidence and
+            ranking rules, half the score mass on the original question, half propagated).
         embedder / lm: anything :func:`neocorrag_core.models.resolve_embedder` /
             :func:`~neocorrag_core.models.resolve_lm` accepts; ``None`` = the bundled
             models. The LM is never loaded when the configuration needs none.
@@ -151,6 +154,7 @@ class EvidenceReformulator:
         self,
         config: ReformulationConfig | None = None,
         *,
+        tuning: ReformulationTuning | None = None,
         embedder: Any = None,
         lm: Any = None,
         triple_source: TripleSource | None = None,
@@ -160,6 +164,7 @@ class EvidenceReformulator:
         show_progress: bool = False,
     ) -> None:
         self.config = config or ReformulationConfig()
+        self.tuning = tuning or ReformulationTuning()
         self.limits = check_limits(limits, "EvidenceReformulator")
         self.triple_source = triple_source_or_default(triple_source, "EvidenceReformulator")
         self.vectors = vector_cache_of(self.triple_source, vectors, "EvidenceReformulator")
@@ -173,12 +178,12 @@ class EvidenceReformulator:
         """The top-``k`` passages for ``question`` after evidence-guided reformulation.
 
         ``search(query, n)`` is called for the question and for each residual query.
-        Keyword overrides change config fields for this call only. Lone surrogates in
-        ``question`` (text that is not valid Unicode) are replaced by U+FFFD before anything
-        sees it, ``search`` included.
+        Keyword overrides change fields of ``config`` or ``tuning`` for this call only.
+        Lone surrogates in ``question`` (text that is not valid Unicode) are replaced by
+        U+FFFD before anything sees it, ``search`` included.
         """
         started = time.perf_counter()
-        loop = self._loop(question, k, self._config(overrides))
+        loop = self._loop(question, k, *self._settings(overrides))
         step = _advance(loop, None)
         searching = 0.0
         while not isinstance(step, ReformulationResult):
@@ -193,7 +198,7 @@ class EvidenceReformulator:
     ) -> ReformulationResult:
         """Async :meth:`retrieve`: one round's searches run concurrently, LM steps in a thread."""
         started = time.perf_counter()
-        loop = self._loop(question, k, self._config(overrides))
+        loop = self._loop(question, k, *self._settings(overrides))
         step = await asyncio.to_thread(_advance, loop, None)
         searching = 0.0
         while not isinstance(step, ReformulationResult):
@@ -203,13 +208,17 @@ class EvidenceReformulator:
             step = await asyncio.to_thread(_advance, loop, results)
         return _finish(step, searching, started)
 
-    def _config(self, overrides: dict[str, Any]) -> ReformulationConfig:
-        return self.config.with_overrides(**overrides) if overrides else self.config
+    def _settings(
+        self, overrides: dict[str, Any]
+    ) -> tuple[ReformulationConfig, ReformulationTuning]:
+        return reformulation_settings(self.config, self.tuning, overrides)
 
     # ------------------------------------------------------------------ the loop
 
-    def _loop(self, question: str, k: int, config: ReformulationConfig) -> _Loop:
-        question = _check_call(question, k)
+    def _loop(
+        self, question: str, k: int, config: ReformulationConfig, tuning: ReformulationTuning
+    ) -> _Loop:
+        question = check_call(question, k)
         state = _State(question)
         state.queries.append(ReformulationQuery(question, "original", 0))
         (first,) = yield [(question, config.first_k or k)]
@@ -221,7 +230,9 @@ class EvidenceReformulator:
             if not fresh:
                 break
             props = self._propositions(list(state.pool.values()), state)
-            written, sufficient = self._residual_round(state, props, fresh, round_number, config)
+            written, sufficient = self._residual_round(
+                state, props, fresh, round_number, config, tuning
+            )
             if sufficient or not written:
                 break
             start = len(state.queries)
@@ -229,7 +240,7 @@ class EvidenceReformulator:
                 ReformulationQuery(t, kind, round_number, bridge) for t, kind, bridge in written
             ]
             texts = [t for t, _, _ in written]
-            if not config.residual_retrieval:
+            if not tuning.residual_retrieval:
                 break  # the rerank control: the queries only re-score the first pool
             results = yield [(t, config.residual_k) for t in texts]
             state.rounds = round_number
@@ -241,7 +252,7 @@ class EvidenceReformulator:
         if pool:
             props = self._propositions(pool, state)
             with timed(state.timings, "score"):
-                ranked = self._rank(state, props, pool, k, config)
+                ranked = self._rank(state, props, pool, k, tuning)
         return ReformulationResult(
             question=question,
             passages=ranked,
@@ -271,6 +282,7 @@ class EvidenceReformulator:
         fresh: list[Passage],
         round_number: int,
         config: ReformulationConfig,
+        tuning: ReformulationTuning,
     ) -> tuple[list[tuple[str, QueryKind, str]], bool]:
         """Select evidence among the fresh passages' propositions, then write the queries;
         returns ``(query, kind, bridge)`` triples and whether the LM called the evidence
@@ -286,7 +298,7 @@ class EvidenceReformulator:
         # state it when the triples missed them.
         wanted = (
             open_relation_words(state.question, [p.text for p in state.evidence])
-            if config.relation_evidence
+            if tuning.relation_evidence
             else []
         )
         candidates = [
@@ -296,7 +308,7 @@ class EvidenceReformulator:
         candidates += [p for p in relation_sentences(fresh, wanted) if p.text not in taken]
         before = len(state.evidence)
         with timed(state.timings, "select"):
-            state.evidence += self._select(state, candidates, fresh, wanted, config)
+            state.evidence += self._select(state, candidates, fresh, wanted, config, tuning)
         state.evidence_upto[round_number] = len(state.evidence)
         # This round's facts first: the next hop starts from what the last search found.
         recent = state.evidence[before:] + state.evidence[:before]
@@ -308,11 +320,11 @@ class EvidenceReformulator:
             )
             return [], False
         bridges = bridge_entities(state.question, recent, interleave=True)
-        words = open_words[: config.max_relation_words] if config.relation_words else []
+        words = open_words[: tuning.max_relation_words] if tuning.relation_words else []
         queries: list[tuple[str, QueryKind, str]] = []
         if config.residual_queries == "lm":
             with timed(state.timings, "residual"):
-                written = self._write_queries(state, asked, bridges, config)
+                written = self._write_queries(state, asked, bridges, config, tuning)
             if written is not None:
                 texts, sufficient = written
                 if sufficient:
@@ -320,9 +332,9 @@ class EvidenceReformulator:
                 queries = [(t, "lm", _named_bridge(t, bridges)) for t in texts]
                 if not texts:
                     state.notes.append("residual_queries: bridge entities (the LM wrote none)")
-            if queries and not config.fill_with_entities:
+            if queries and not tuning.fill_with_entities:
                 asked_first = self._question_entity_queries(
-                    state, fresh, round_number, words, config
+                    state, fresh, round_number, words, tuning
                 )
                 return asked_first + queries, False
         room = config.max_residual_queries - len(queries)
@@ -338,7 +350,7 @@ class EvidenceReformulator:
         for entity in entities:
             text = qualify(entity, words)
             queries.append((text, "template" if text != entity else "entities", entity))
-        asked_first = self._question_entity_queries(state, fresh, round_number, words, config)
+        asked_first = self._question_entity_queries(state, fresh, round_number, words, tuning)
         return asked_first + queries, False
 
     @staticmethod
@@ -347,14 +359,14 @@ class EvidenceReformulator:
         fresh: list[Passage],
         round_number: int,
         words: list[str],
-        config: ReformulationConfig,
+        tuning: ReformulationTuning,
     ) -> list[tuple[str, QueryKind, str]]:
         """The first round's queries for names of the question that the first search
         found nothing about (ours, not the paper's; on top of the bridge queries)."""
         if round_number != 1:
             return []
         missing = unfound_question_entities(
-            state.question, fresh, max_entities=config.question_entity_queries
+            state.question, fresh, max_entities=tuning.question_entity_queries
         )
         return [(qualify(e, words), "question", e) for e in missing]
 
@@ -365,6 +377,7 @@ class EvidenceReformulator:
         passages: list[Passage],
         wanted: list[str],
         config: ReformulationConfig,
+        tuning: ReformulationTuning,
     ) -> list[Proposition]:
         if not candidates:
             return []
@@ -380,56 +393,61 @@ class EvidenceReformulator:
             np.asarray(vecs[1:]) @ np.asarray(vecs[0]),
             wanted=wanted,
             anchors=[a for a in anchors if a],
-            margin=config.evidence_margin,
+            margin=tuning.evidence_margin,
             first_hop=(
                 [p.id for p in passages if title_named(state.question, p.title)]
-                if config.first_hop_facts
+                if tuning.first_hop_facts
                 else ()
             ),
         )
-        order = order[: config.max_selection_candidates]
+        order = order[: tuning.max_selection_candidates]
         if config.selection == "embedding":
-            return [candidates[i] for i in order[: config.max_evidence]]
+            return [candidates[i] for i in order[: tuning.max_evidence]]
         offered = [candidates[i] for i in order]
         # Show the LM the passages its candidates come from, best candidate first.
         by_id = {p.id: p for p in passages}
         shown_ids = dict.fromkeys(pid for c in offered for pid in c.passage_ids if pid in by_id)
-        shown = [by_id[pid] for pid in shown_ids][: config.selection_passages]
+        shown = [by_id[pid] for pid in shown_ids][: tuning.selection_passages]
         lm = self.models.lm
         with lm.lock:
-            focus = proposition_focus(offered) if config.prompt_context == "sentences" else None
-            clip = TokenClipper.for_config(lm.tokenizer, config)
+            focus = proposition_focus(offered) if tuning.prompt_context == "sentences" else None
+            clip = TokenClipper.for_config(lm.tokenizer, tuning)
             longest = (
                 max((len(text_token_ids(lm.tokenizer, p.text)) for p in offered), default=0) + 1
             )
             try:
                 prompt, _ = fit_prompt(
                     lambda n: build_selection_prompt(
-                        lm, state.question, shown[:n], config.max_passage_chars, focus, clip
+                        lm, state.question, shown[:n], tuning.max_passage_chars, focus, clip
                     ),
                     len(shown),
-                    prompt_limit(lm, config.max_prompt_tokens, longest),
+                    prompt_limit(lm, tuning.max_prompt_tokens, longest),
                 )
             except PromptTooLongError as err:
                 state.notes.append(f"selection: skipped the LM ({err}); used the embedding order")
-                return offered[: config.max_evidence]
-            bound = selection_cost_bound(lm, prompt, offered, config.selection, config.max_evidence)
+                return offered[: tuning.max_evidence]
+            bound = selection_cost_bound(lm, prompt, offered, config.selection, tuning.max_evidence)
             if not self._affordable(state, bound, config, "selection"):
-                return offered[: config.max_evidence]
+                return offered[: tuning.max_evidence]
             picked = select_with_lm(
-                lm, prompt, offered, mode=config.selection, limit=config.max_evidence
+                lm, prompt, offered, mode=config.selection, limit=tuning.max_evidence
             )
         state.add_tokens(picked.prompt_tokens, picked.generated_tokens)
         return [offered[i] for i in picked.indices]
 
     def _write_queries(
-        self, state: _State, asked: list[str], bridges: list[str], config: ReformulationConfig
+        self,
+        state: _State,
+        asked: list[str],
+        bridges: list[str],
+        config: ReformulationConfig,
+        tuning: ReformulationTuning,
     ) -> tuple[list[str], bool] | None:
         """The LM's residual queries and whether it called the evidence sufficient;
         ``None`` when the budget does not allow the call."""
         lm = self.models.lm
         with lm.lock:
-            clip = TokenClipper.for_config(lm.tokenizer, config)
+            clip = TokenClipper.for_config(lm.tokenizer, tuning)
             evidence = [p.text for p in state.evidence]
             try:
                 # Facts are dropped from the end (the least similar) until the prompt fits.
@@ -441,14 +459,14 @@ class EvidenceReformulator:
                         ),
                     ),
                     len(evidence),
-                    prompt_limit(lm, config.max_prompt_tokens, config.max_query_tokens),
+                    prompt_limit(lm, tuning.max_prompt_tokens, tuning.max_query_tokens),
                 )
             except PromptTooLongError as err:
                 state.notes.append(f"query: skipped the LM ({err}); used the no-LM fallback")
                 return None
-            if not self._affordable(state, len(prompt) + config.max_query_tokens, config, "query"):
+            if not self._affordable(state, len(prompt) + tuning.max_query_tokens, config, "query"):
                 return None
-            generated = greedy_generate(lm, prompt, config.max_query_tokens)
+            generated = greedy_generate(lm, prompt, tuning.max_query_tokens)
             reply = lm.tokenizer.decode(generated, skip_special_tokens=True)
         state.add_tokens(len(prompt), len(generated))
         parsed = parse_residual_queries(
@@ -458,7 +476,7 @@ class EvidenceReformulator:
             asked=asked,
             bridges=bridges,
             max_queries=config.max_residual_queries,
-            max_words=config.max_query_words,
+            max_words=tuning.max_query_words,
         )
         if parsed.rejected:
             logger.debug("skipped %d unusable residual query line(s): %r", parsed.rejected, reply)
@@ -491,17 +509,17 @@ class EvidenceReformulator:
         props: list[Proposition],
         pool: list[Passage],
         k: int,
-        config: ReformulationConfig,
+        tuning: ReformulationTuning,
     ) -> list[RankedPassage]:
         texts = [q.text for q in state.queries]
         vecs = self._embed(texts, [p.text for p in props])
         sims = np.asarray(vecs[len(texts) :]) @ np.asarray(vecs[: len(texts)]).T
-        scores = rank_scores(sims, shared_entity_neighbors(props), config)
-        by_passage = aggregate_to_passages(scores, props, config.aggregation)
+        scores = rank_scores(sims, shared_entity_neighbors(props), tuning)
+        by_passage = aggregate_to_passages(scores, props, tuning.aggregation)
         arrival = {p.id: i for i, p in enumerate(pool)}
         order = sorted(pool, key=lambda p: (-by_passage.get(p.id, 0.0), arrival[p.id]))
         top = order[:k]
-        if config.ranking == "chains":
+        if tuning.ranking == "chains":
             by_id = {p.id: p for p in pool}
             links = chain_links(
                 state.queries,
@@ -512,22 +530,22 @@ class EvidenceReformulator:
                 evidence_upto=state.evidence_upto,
             )
             first_ranks = {pid: ranks[0] for pid, ranks in state.ranks.items() if 0 in ranks}
-            anchors = question_anchors(state.question, order, first_ranks, limit=config.max_anchors)
+            anchors = question_anchors(state.question, order, first_ranks, limit=tuning.max_anchors)
             first_ids = state.results.get(0, [])
             ids = chain_top_k(
                 [p.id for p in order],
                 links,
                 k,
-                lead=config.chain_lead,
+                lead=tuning.chain_lead,
                 anchors=anchors,
-                pointers=title_pointers(order) if config.follow_titles else None,
+                pointers=title_pointers(order) if tuning.follow_titles else None,
                 neighbours=(
                     shared_names(order, state.question, among=set(first_ids))
-                    if config.follow_names
+                    if tuning.follow_names
                     else None
                 ),
                 pages={p.id: match_key(p.title) for p in order},
-                max_per_page=config.max_per_page,
+                max_per_page=tuning.max_per_page,
             )
             top = [by_id[pid] for pid in ids]
         ranked = []
@@ -556,7 +574,7 @@ class EvidenceReformulator:
         ``queries[0]`` must be the original question. This is the paper's *rerank*
         control when ``passages`` is the first pool and ``queries`` those a full run wrote.
         """
-        question = _check_call(question, k)
+        question = check_call(question, k)
         if isinstance(queries, (str, bytes)) or not all(
             isinstance(q, ReformulationQuery) and isinstance(q.text, str) for q in queries
         ):
@@ -566,17 +584,17 @@ class EvidenceReformulator:
             raise InputError("queries must start with the original question")
         if isinstance(passages, (str, bytes)) or not all(isinstance(p, Passage) for p in passages):
             raise InputError("passages must be a list of Passage")
-        config = self._config(overrides)
+        _, tuning = self._settings(overrides)
         state = _State(question, queries=list(queries))
         # The passages are the original question's results: shared names look among them.
         state.add_results(0, passages)
         pool = list(state.pool.values())
         if not pool:
             return []
-        return self._rank(state, self._propositions(pool, state), pool, k, config)
+        return self._rank(state, self._propositions(pool, state), pool, k, tuning)
 
 
-def _check_call(question: object, k: object) -> str:
+def check_call(question: object, k: object) -> str:
     """The question of a call with lone surrogates replaced by U+FFFD (the loop, the
     searches and the result use it), or an :class:`InputError` for a bad question or ``k``."""
     if not isinstance(question, str) or not question.strip():
@@ -592,7 +610,7 @@ def _named_bridge(query: str, bridges: Sequence[str]) -> str:
 
 
 def rank_scores(
-    similarities: np.ndarray, neighbors: Sequence[Sequence[int]], config: ReformulationConfig
+    similarities: np.ndarray, neighbors: Sequence[Sequence[int]], tuning: ReformulationTuning
 ) -> np.ndarray:
     """Proposition scores from a (propositions x queries) similarity matrix whose first
     column is the original question: normalize per query, mix, propagate once."""
@@ -602,10 +620,10 @@ def rank_scores(
     mixed = mix_query_scores(
         sims[:, 0],
         [sims[:, j] for j in range(1, sims.shape[1])],
-        config.original_weight,
-        config.score_temperature,
+        tuning.original_weight,
+        tuning.score_temperature,
     )
-    return propagate(mixed, neighbors, config.propagation_weight)
+    return propagate(mixed, neighbors, tuning.propagation_weight)
 
 
 def _advance(loop: _Loop, results: list[list[Passage]] | None) -> _Request | ReformulationResult:

@@ -129,7 +129,7 @@ def _index(
                     for batch in batched(stored, 256):
                         found = store.get_many(batch, engine.key)
                         report.vectors_computed += embed_graph_texts(
-                            embedder, store, [f or [] for f in found]
+                            embedder, store, [f or [] for f in found], passages=batch
                         )
                 bar.update(len(chunk) - len(todo))
                 for batch, triples in engine.run(batched(todo, batch_size)):
@@ -142,7 +142,9 @@ def _index(
                         cleaned = [
                             clean_triples(ts, p.id) for p, ts in zip(batch, triples, strict=True)
                         ]
-                        report.vectors_computed += embed_graph_texts(embedder, store, cleaned)
+                        report.vectors_computed += embed_graph_texts(
+                            embedder, store, cleaned, passages=batch
+                        )
                     bar.update(len(batch))
             finished = True
         except KeyboardInterrupt:

@@ -259,7 +259,8 @@ class TripleAnnotator:
                 out[i] = triples
             embedder = self._embedder.get(self._vector_embedder)
             if embedder is not None and not source.store.read_only:
-                embed_graph_texts(embedder, source.store, found)
+                chosen = [passages[i] for i in batch]
+                embed_graph_texts(embedder, source.store, found, passages=chosen)
             if document_ids is not None and not source.store.read_only:
                 pairs = [(doc_id, passages[i]) for i in batch for doc_id in document_ids[i]]
                 if pairs:

@@ -18,6 +18,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from neocorrag_core import MinerConfig, ReformulationConfig, Triple
+from neocorrag_core.chains.config import MinerTuning
+from neocorrag_core.evireform.config import ReformulationTuning
 
 NAN, INF = math.nan, math.inf
 
@@ -245,8 +247,19 @@ def _literal_choices(cls: type) -> dict[str, tuple[str, ...]]:
     }
 
 
-_MINER_CHOICES = _literal_choices(MinerConfig)
-_REFORM_CHOICES = _literal_choices(ReformulationConfig)
+_GROUPS: dict[type, tuple[type, ...]] = {
+    MinerConfig: (MinerConfig, MinerTuning),
+    ReformulationConfig: (ReformulationConfig, ReformulationTuning),
+}
+"""A system's user config and its research settings: flat names reach the one that has them."""
+
+
+def _choices_of(classes: tuple[type, ...]) -> dict[str, tuple[str, ...]]:
+    return {name: c for cls in classes for name, c in _literal_choices(cls).items()}
+
+
+def _fields_of(classes: tuple[type, ...], exclude: tuple[str, ...]) -> list[Any]:
+    return [f for cls in classes for f in fields(cls) if f.name not in exclude]
 
 
 def _weighted(plausible: st.SearchStrategy[Any], odd: st.SearchStrategy[Any]) -> Any:
@@ -254,13 +267,13 @@ def _weighted(plausible: st.SearchStrategy[Any], odd: st.SearchStrategy[Any]) ->
     return st.integers(0, 9).flatmap(lambda i: plausible if i < 6 else odd)
 
 
-def _field_strategy(cls: type, name: str, choices: dict[str, tuple[str, ...]]) -> Any:
+def _field_strategy(field: Any, choices: dict[str, tuple[str, ...]]) -> Any:
     """Values for one field: plausible ones (mostly valid) or odd ones (mostly not)."""
+    name, default = field.name, field.default
     if name in choices:
         return _weighted(
             st.sampled_from(choices[name]), st.one_of(_choices(choices[name]), _bad_any)
         )
-    default = next(f.default for f in fields(cls) if f.name == name)
     if isinstance(default, bool) or name == "chain_support":
         return _weighted(st.booleans(), st.one_of(_bools, _bad_any))
     if isinstance(default, float):
@@ -268,17 +281,25 @@ def _field_strategy(cls: type, name: str, choices: dict[str, tuple[str, ...]]) -
     return _weighted(st.integers(0, 8), st.one_of(_ints, _bad_any))  # ints, int-or-None
 
 
-def config_kwargs(cls: type, *, max_fields: int = 4) -> st.SearchStrategy[dict[str, Any]]:
-    """A few fields of ``cls`` (``MinerConfig`` or ``ReformulationConfig``) set to values
-    drawn from valid ones, NaN, infinities, negatives, floats for ints and wrong types."""
-    choices = _MINER_CHOICES if cls is MinerConfig else _REFORM_CHOICES
-    per_field = {f.name: _field_strategy(cls, f.name, choices) for f in fields(cls)}
+def config_kwargs(
+    *classes: type, max_fields: int = 4, exclude: tuple[str, ...] = ()
+) -> st.SearchStrategy[dict[str, Any]]:
+    """A few fields of ``classes`` (a user config, with its research settings for the
+    engine's flat names) set to values drawn from valid ones, NaN, infinities, negatives,
+    floats for ints and wrong types; ``exclude``: names left out."""
+    choices = _choices_of(classes)
+    per_field = {f.name: _field_strategy(f, choices) for f in _fields_of(classes, exclude)}
     names = st.lists(st.sampled_from(sorted(per_field)), max_size=max_fields, unique=True)
     return names.flatmap(lambda chosen: st.fixed_dictionaries({n: per_field[n] for n in chosen}))
 
 
-miner_config_kwargs = config_kwargs(MinerConfig)
-reformulation_config_kwargs = config_kwargs(ReformulationConfig)
+DIAL = ("keep", "top_n", "decoding", "beam_width")
+"""The MinerConfig fields that are the refiner adapters' own (not in ``miner_config``)."""
+
+miner_config_kwargs = config_kwargs(*_GROUPS[MinerConfig])
+reformulation_config_kwargs = config_kwargs(*_GROUPS[ReformulationConfig])
+adapter_miner_config_kwargs = config_kwargs(MinerConfig, exclude=DIAL)
+adapter_reformulation_config_kwargs = config_kwargs(ReformulationConfig)
 
 
 # ---- valid configuration values: each must be accepted
@@ -299,37 +320,40 @@ _VALID_FLOATS: dict[type, dict[str, st.SearchStrategy[float]]] = {
         "score_temperature": st.floats(0.0, 2.0, exclude_min=True),
     },
 }
-"""The documented range of each float field (the config docstrings); every other field is an
-int (each accepts 1..8), a flag or a choice."""
+"""The documented range of each float field (the settings' docstrings); every other field is
+an int (each accepts 1..8), a flag or a choice."""
 
 
-def _valid_field(cls: type, name: str, choices: dict[str, tuple[str, ...]]) -> Any:
+def _valid_field(user: type, field: Any, choices: dict[str, tuple[str, ...]]) -> Any:
     """Values the field's documented type and range allow (``None`` where it is optional)."""
-    field = next(f for f in fields(cls) if f.name == name)
+    name = field.name
     optional = "None" in str(field.type)
     if name in choices:
         values: st.SearchStrategy[Any] = st.sampled_from(choices[name])
     elif "bool" in str(field.type):
         values = st.booleans()
     elif "float" in str(field.type):
-        values = _VALID_FLOATS[cls][name]  # a KeyError: a new float field needs its range
+        values = _VALID_FLOATS[user][name]  # a KeyError: a new float field needs its range
     else:
-        assert "int" in str(field.type), f"{cls.__name__}.{name}: {field.type}"
+        assert "int" in str(field.type), f"{user.__name__}.{name}: {field.type}"
         values = st.integers(1, 8)
     return st.one_of(st.none(), values) if optional else values
 
 
 def valid_config_kwargs(
-    cls: type, *, max_fields: int = 4, base: dict[str, Any] | None = None
+    *classes: type,
+    max_fields: int = 4,
+    base: dict[str, Any] | None = None,
+    exclude: tuple[str, ...] = (),
 ) -> st.SearchStrategy[dict[str, Any]]:
-    """A few fields of ``cls`` set to values it must accept: valid by construction, so a
-    ``ConfigError`` for one of them is a defect. ``base``: fields set besides them (the
+    """A few fields of ``classes`` set to values they must accept: valid by construction, so
+    a ``ConfigError`` for one of them is a defect. ``base``: fields set besides them (the
     cross-field rule ``tau_boost >= tau_edge`` must hold over ``base`` and the draw)."""
-    choices = _MINER_CHOICES if cls is MinerConfig else _REFORM_CHOICES
-    per_field = {f.name: _valid_field(cls, f.name, choices) for f in fields(cls)}
+    user, choices = classes[0], _choices_of(classes)
+    per_field = {f.name: _valid_field(user, f, choices) for f in _fields_of(classes, exclude)}
     names = st.lists(st.sampled_from(sorted(per_field)), max_size=max_fields, unique=True)
     drawn = names.flatmap(lambda chosen: st.fixed_dictionaries({n: per_field[n] for n in chosen}))
-    if cls is not MinerConfig:
+    if user is not MinerConfig:
         return drawn
     default = MinerConfig()
 
@@ -342,8 +366,9 @@ def valid_config_kwargs(
     return drawn.filter(ordered)
 
 
-valid_miner_config_kwargs = valid_config_kwargs(MinerConfig)
-valid_reformulation_config_kwargs = valid_config_kwargs(ReformulationConfig)
+valid_miner_config_kwargs = valid_config_kwargs(*_GROUPS[MinerConfig])
+valid_reformulation_config_kwargs = valid_config_kwargs(*_GROUPS[ReformulationConfig])
+valid_adapter_reformulation_config_kwargs = valid_config_kwargs(ReformulationConfig)
 
 __all__ = [
     "ATOMS",

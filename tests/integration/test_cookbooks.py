@@ -47,7 +47,7 @@ def run_notebook(path: Path, parameters: str = "") -> tuple[Any, str]:
     return notebook, "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
 
 
-def test_the_five_cookbooks_exist_and_are_valid_notebooks():
+def test_the_six_cookbooks_exist_and_are_valid_notebooks():
     names = [p.name for p in COOKBOOKS]
     assert names == [
         "01_langchain_compressor.ipynb",
@@ -55,6 +55,7 @@ def test_the_five_cookbooks_exist_and_are_valid_notebooks():
         "03_evidence_visualization.ipynb",
         "04_evidence_reformulation.ipynb",
         "05_evidence_state_controller.ipynb",
+        "06_composed_pipeline.ipynb",
     ]
     for path in COOKBOOKS:
         nbformat.validate(nbformat.read(path, as_version=4))

@@ -50,6 +50,7 @@ from neocorrag_core.belief import (
     preset_settings,
 )
 from neocorrag_core.belief.chains import CHAIN_PASSAGE_TITLE
+from neocorrag_core.belief.config import BeliefTuning
 from neocorrag_integrations.langchain import BeliefRAG, as_chat_model
 from neocorrag_integrations.llama_index import BeliefQueryEngine
 
@@ -823,7 +824,7 @@ def test_llama_index_a_dropped_node_stays_dropped_when_the_retriever_makes_fresh
         writer=Writer(),
         relevance=Relevance(),
         calibrator=SUPPORT,
-        config=BeliefConfig(fitted_retrieval_value=False),
+        tuning=BeliefTuning(fitted_retrieval_value=False),
     )
     response = BeliefQueryEngine(FreshNodes(), controller=controller).query(QUESTION)
     texts = [n.node.get_content() for n in response.source_nodes]

@@ -19,6 +19,7 @@ from neocorrag_core.belief import (
     Usage,
     VerifierReply,
 )
+from neocorrag_core.belief.config import BeliefTuning, belief_settings
 
 QUESTION = "What is the capital of the county that contains Van Hook Township?"
 HOP1 = Passage(
@@ -92,6 +93,7 @@ def controller(writer=None, verifier=None, after_search=None, **config) -> Belie
     # The rules' own tests use the prior retrieval value unless an after-search model is
     # given, so that they do not depend on the coefficients of the shipped file.
     config.setdefault("fitted_retrieval_value", after_search is not None)
+    settings, tuning = belief_settings(changes=config)
     return BeliefController(
         verifier=verifier or Verifier(),
         generator=Generator(),
@@ -99,7 +101,8 @@ def controller(writer=None, verifier=None, after_search=None, **config) -> Belie
         relevance=Relevance(),
         calibrator=SUPPORT,
         after_search=after_search,
-        config=BeliefConfig(**config),
+        config=settings,
+        tuning=tuning,
     )
 
 
@@ -519,7 +522,7 @@ def test_an_empty_answer_ends_as_an_abstention_not_as_an_answer():
         writer=Writer(),
         relevance=Relevance(),
         calibrator=SUPPORT,
-        config=BeliefConfig(fitted_retrieval_value=False),
+        tuning=BeliefTuning(fitted_retrieval_value=False),
     )
     result = ctl.run(QUESTION, Retriever(first=(HOP1, HOP2)))
     assert result.answer is None and result.abstained

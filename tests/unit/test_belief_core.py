@@ -13,6 +13,7 @@ from neocorrag_core.belief import (
     AnswerabilityCalibrator,
     Belief,
     BeliefConfig,
+    BeliefTuning,
     Budget,
     Diagnostics,
     EvidenceWorkspace,
@@ -25,6 +26,7 @@ from neocorrag_core.belief import (
     update_belief,
     verifier_needed,
 )
+from neocorrag_core.belief.config import belief_settings
 
 
 def p(pid: str) -> Passage:
@@ -353,10 +355,11 @@ def budget(**values) -> Budget:
     return Budget(**base)
 
 
-def act(belief=CALM, d=None, answerability=0.2, b=None, config=CONFIG, cost=100):
+def act(belief=CALM, d=None, answerability=0.2, b=None, config=CONFIG, cost=100, tuning=None):
     return decide(
-        belief, d or diag(), answerability, b or budget(), config, search_cost=cost
-    ).action
+        belief, d or diag(), answerability, b or budget(), config, search_cost=cost,
+        tuning=tuning or BeliefTuning(),
+    ).action  # fmt: skip
 
 
 def test_the_first_decision_is_a_retrieval_unless_there_is_no_budget_at_all():
@@ -367,8 +370,8 @@ def test_the_first_decision_is_a_retrieval_unless_there_is_no_budget_at_all():
 
 def test_a_pending_correction_is_finished_first():
     assert act(answerability=0.99, b=budget(pending_correction=1)) is Action.RETRIEVE
-    prune_only = BeliefConfig(replace_dropped=False)
-    assert act(answerability=0.99, b=budget(pending_correction=1), config=prune_only) is (
+    prune_only = BeliefTuning(replace_dropped=False)
+    assert act(answerability=0.99, b=budget(pending_correction=1), tuning=prune_only) is (
         Action.ANSWER
     )
 
@@ -385,8 +388,8 @@ def test_problematic_evidence_with_flagged_passages_is_verified(belief):
     flagged = diag(drop_ids=("x",))
     assert act(belief, flagged, answerability=0.99) is Action.VERIFY
     assert act(belief, diag(), answerability=0.99) is Action.ANSWER  # nothing flagged
-    off = BeliefConfig(correct_problems=False)
-    assert act(belief, flagged, answerability=0.99, config=off) is Action.ANSWER
+    off = BeliefTuning(correct_problems=False)
+    assert act(belief, flagged, answerability=0.99, tuning=off) is Action.ANSWER
     assert act(belief, flagged, 0.99, budget(corrections_used=2)) is Action.ANSWER  # cap
 
 
@@ -476,9 +479,9 @@ def test_the_verifier_is_skipped_only_when_no_reply_can_change_the_decision():
     # The unfitted prior bounds the gap belief by 1: (1 - 0.14) * 0.9 >= 0.10.
     assert verifier_needed((0.14, 0.24), b, CONFIG, cost=0.1, search_cost=100).needed
     # A correction with no search after it is a change the fitted models do not value.
-    prune = BeliefConfig(replace_dropped=False)
-    assert verifier_needed((0.14, 0.24), b, prune, cost=0.1, search_cost=100,
-                           after_search=(0.1, 0.2)).needed  # fmt: skip
+    prune = BeliefTuning(replace_dropped=False)
+    assert verifier_needed((0.14, 0.24), b, CONFIG, cost=0.1, search_cost=100,
+                           after_search=(0.1, 0.2), tuning=prune).needed  # fmt: skip
     spent = budget(rounds_used=CONFIG.max_rounds)
     assert verifier_needed((0.14, 0.24), spent, CONFIG, cost=0.1, search_cost=100,
                            after_search=(0.1, 0.2)).needed  # fmt: skip
@@ -526,7 +529,7 @@ def test_a_full_workspace_takes_no_plain_search_and_asks_the_verifier_only_for_a
 )
 def test_bad_config_values_raise_config_errors(field, value):
     with pytest.raises(ConfigError, match=field):
-        BeliefConfig(**{field: value})
+        belief_settings(changes={field: value})
     with pytest.raises(ConfigError, match="unknown"):
         BeliefConfig().with_overrides(nope=1)
 

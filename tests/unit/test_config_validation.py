@@ -8,6 +8,7 @@ import math
 import pytest
 
 from neocorrag_core import (
+    BeliefConfig,
     ConfigError,
     InputError,
     MinerConfig,
@@ -15,6 +16,9 @@ from neocorrag_core import (
     Passage,
     ReformulationConfig,
 )
+from neocorrag_core.belief.config import BeliefTuning, belief_settings
+from neocorrag_core.chains.config import MinerTuning, miner_settings
+from neocorrag_core.evireform.config import ReformulationTuning, reformulation_settings
 
 NAN, INF = math.nan, math.inf
 
@@ -45,8 +49,9 @@ MINER_BAD = [
 
 @pytest.mark.parametrize("fields", MINER_BAD, ids=lambda f: f"{next(iter(f))}={f[next(iter(f))]!r}")
 def test_miner_config_rejects_meaningless_values(fields):
+    # Each name reaches the one settings object that has it (MinerConfig or MinerTuning).
     with pytest.raises(ConfigError, match=next(iter(fields))):
-        MinerConfig(**fields)
+        miner_settings(changes=fields)
 
 
 REFORM_BAD = [
@@ -71,18 +76,49 @@ REFORM_BAD = [
 )
 def test_reformulation_config_rejects_meaningless_values(fields):
     with pytest.raises(ConfigError, match=next(iter(fields))):
-        ReformulationConfig(**fields)
+        reformulation_settings(changes=fields)
 
 
 def test_valid_edge_values_are_accepted():
-    MinerConfig(top_n=0, chain_support=None, alpha=1.0, beta=1.0, tau_node=-1.0)
-    ReformulationConfig(first_k=None, evidence_margin=None, score_temperature=None,
-                        max_lm_tokens=0, selection_passages=0)  # fmt: skip
+    MinerConfig(top_n=0, tau_node=-1.0)
+    MinerTuning(chain_support=None, alpha=1.0, beta=1.0)
+    ReformulationConfig(first_k=None, max_lm_tokens=0)
+    ReformulationTuning(evidence_margin=None, score_temperature=None, selection_passages=0)
+
+
+@pytest.mark.parametrize(
+    ("user", "research", "apply"),
+    [
+        (MinerConfig, MinerTuning, miner_settings),
+        (ReformulationConfig, ReformulationTuning, reformulation_settings),
+        (BeliefConfig, BeliefTuning, belief_settings),
+    ],
+)
+def test_a_user_config_is_small_and_research_settings_live_apart(user, research, apply):
+    # What a user chooses: at most 12 fields; the research settings share no name with it,
+    # so a flat name (per-call override, --miner KEY=VALUE, a lab method) has one owner.
+    assert len(user.field_names()) <= 12
+    assert not set(user.field_names()) & set(research.field_names())
+    assert user.research is research
+    name = research.field_names()[0]
+    with pytest.raises(ConfigError, match=f"{name}: research setting.*tuning={research.__name__}"):
+        user().with_overrides(**{name: getattr(research(), name)})
+    config, tuning = apply(changes={name: getattr(research(), name)})
+    assert (config, tuning) == (user(), research())
+    with pytest.raises(ConfigError, match=f"unknown {user.__name__} or {research.__name__}"):
+        apply(changes={"no_such_field": 1})
+
+
+def test_numpy_integers_become_plain_ints():
+    np = pytest.importorskip("numpy")
+    config = MinerConfig(top_n=np.int64(2), beam_width=np.int32(3))
+    assert type(config.top_n) is int and type(config.beam_width) is int
+    assert type(MinerTuning(max_hops=np.int64(3)).max_hops) is int
 
 
 def test_config_errors_are_also_the_builtin_exceptions_callers_catch():
     with pytest.raises(ValueError):
-        MinerConfig(beta=NAN)
+        MinerTuning(beta=NAN)
     with pytest.raises(TypeError):
         MinerConfig(top_n="3")
     with pytest.raises(NeocorragError):

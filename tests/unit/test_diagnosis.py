@@ -77,7 +77,8 @@ def test_reached_but_not_a_candidate_is_outside_top_m():
 def test_naive_search_never_reports_pruned(bow_embedder):
     # The naive-search ablation walks every edge, so a passage it dropped was reached but
     # not chosen; only the pruned (activated) search can lose one to tau_edge.
-    from neocorrag_core import EvidenceChainMiner, MinerConfig
+    from neocorrag_core import EvidenceChainMiner
+    from neocorrag_core.chains.config import miner_settings
 
     passages = [
         Passage("p1", "Alice married Bob.", metadata={"triples": [["Alice", "married", "Bob"]]}),
@@ -86,16 +87,19 @@ def test_naive_search_never_reports_pruned(bow_embedder):
     ]
     stages = {}
     for search in ("activated", "naive"):
-        config = MinerConfig(
-            search=search,
-            keep="paper",
-            top_n=1,
-            num_candidates=1,
-            tau_node=0.1,
-            tau_edge=0.2,  # "Alice married Bob" is at 0.29 of the query, "Bob born in Paris" 0
-            tau_boost=0.6,
+        config, tuning = miner_settings(
+            changes={
+                "search": search,
+                "keep": "paper",
+                "top_n": 1,
+                "num_candidates": 1,
+                "tau_node": 0.1,
+                # "Alice married Bob" is at 0.29 of the query, "Bob born in Paris" 0
+                "tau_edge": 0.2,
+                "tau_boost": 0.6,
+            }
         )
-        miner = EvidenceChainMiner(config, embedder=bow_embedder)
+        miner = EvidenceChainMiner(config, tuning=tuning, embedder=bow_embedder)
         result = miner.mine("Who did Alice marry?", passages, query_entities="ngram", diagnose=True)
         stages[search] = {d.passage.id: d.stage for d in result.dropped}
     assert stages["activated"].get("p2") == LossStage.PRUNED

@@ -9,6 +9,7 @@ import pytest
 from conftest import bag_of_words_embedder
 
 from neocorrag_core import EvidenceChainMiner, KeepReason, MinerConfig, Passage
+from neocorrag_core.chains.config import MinerTuning
 from neocorrag_core.chains.graph import EvidenceGraph, normalize_entity
 from neocorrag_core.chains.path_search import naive_search_paths, search_paths
 from neocorrag_core.types import Triple
@@ -16,8 +17,8 @@ from neocorrag_core.types import Triple
 
 def test_config_rejects_unknown_search_mode():
     with pytest.raises(ValueError, match="search"):
-        MinerConfig(search="greedy")
-    assert MinerConfig().search == "activated" and MinerConfig().filter_passages
+        MinerTuning(search="greedy")  # type: ignore[arg-type]
+    assert MinerTuning().search == "activated" and MinerTuning().filter_passages
 
 
 def _graph():
@@ -33,10 +34,10 @@ def _graph():
 
 def test_naive_search_is_unpruned_and_shortest_first():
     graph, vecs, query = _graph()
-    config = MinerConfig(tau_edge=0.5, tau_boost=0.5, num_candidates=10)
+    config, tuning = MinerConfig(tau_edge=0.5, tau_boost=0.5), MinerTuning(num_candidates=10)
     seeds = [normalize_entity("A")]
-    naive, _ = naive_search_paths(graph, seeds, vecs, query, config)
-    activated, _ = search_paths(graph, seeds, vecs, query, config)
+    naive, _ = naive_search_paths(graph, seeds, vecs, query, config, tuning)
+    activated, _ = search_paths(graph, seeds, vecs, query, config, tuning)
     naive_sets = [set(p.triple_indices) for p in naive]
     assert [len(s) for s in naive_sets] == sorted(len(s) for s in naive_sets)
     assert {0, 1} in naive_sets  # reaches C through the pruned edge B - r2 -> C
@@ -48,9 +49,9 @@ def test_naive_search_is_unpruned_and_shortest_first():
 
 def test_naive_search_keeps_the_first_m_paths():
     graph, vecs, query = _graph()
-    config = MinerConfig(num_candidates=2)
     seeds = [normalize_entity("A")]
-    naive, _ = naive_search_paths(graph, seeds, vecs, query, config)
+    tuning = MinerTuning(num_candidates=2)
+    naive, _ = naive_search_paths(graph, seeds, vecs, query, MinerConfig(), tuning)
     assert len(naive) == 2 and all(len(p.triple_indices) == 1 for p in naive)
 
 

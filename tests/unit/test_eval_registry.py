@@ -51,7 +51,9 @@ def test_the_products_methods_are_what_a_user_compares():
         "neocorrag-precise",
         "neocorrag-paper",
         "evireform",
+        "evireform-refined",
         "belief",
+        "belief-composed",
     ]
     # No product method is also a lab method, and the plug-in list names the lab's only.
     assert not set(names) & LAB_METHOD_NAMES

@@ -42,5 +42,5 @@ def test_cli_assignments_parse_json_values():
 def test_unknown_override_fields_are_a_clear_error(tmp_path):
     from neocorrag_core.eval import EvalSettings
 
-    with pytest.raises(ValueError, match="--miner: unknown MinerConfig field"):
+    with pytest.raises(ValueError, match="--miner: unknown MinerConfig or MinerTuning field"):
         EvalSettings(data="x", out=str(tmp_path), miner_overrides={"tau": 1})

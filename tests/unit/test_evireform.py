@@ -12,6 +12,7 @@ from neocorrag_core.evireform import (
     EvidenceReformulator,
     ReformulationConfig,
     ReformulationQuery,
+    ReformulationTuning,
     RetrievalError,
 )
 from neocorrag_core.evireform.propositions import build_propositions
@@ -112,7 +113,7 @@ def test_aggregation_to_passages_max_and_sum():
 def test_rank_scores_mixes_then_propagates():
     sims = np.array([[3.0, 0.0], [1.0, 2.0], [2.0, 1.0]])
     neighbors = [[], [], []]  # isolated: propagation changes nothing
-    config = ReformulationConfig(original_weight=0.75, score_temperature=None)
+    config = ReformulationTuning(original_weight=0.75, score_temperature=None)
     assert rank_scores(sims, neighbors, config) == pytest.approx([0.5, 1 / 6, 1 / 3])
 
 
@@ -370,10 +371,10 @@ def test_bad_arguments_and_config():
         reformulator.retrieve("  ", BridgeSearch(), k=3)
     with pytest.raises(ValueError, match="k must be"):
         reformulator.retrieve(QUESTION, BridgeSearch(), k=0)
-    with pytest.raises(TypeError, match="unknown ReformulationConfig field"):
+    with pytest.raises(TypeError, match="unknown ReformulationConfig or ReformulationTuning"):
         reformulator.retrieve(QUESTION, BridgeSearch(), k=3, nonsense=1)
     with pytest.raises(ValueError, match="original_weight"):
-        ReformulationConfig(original_weight=1.5)
+        ReformulationTuning(original_weight=1.5)
     with pytest.raises(ValueError, match="selection"):
         ReformulationConfig(selection="magic")  # type: ignore[arg-type]
     assert not ReformulationConfig(residual_queries="repeat").uses_lm
@@ -388,9 +389,8 @@ def test_bad_arguments_and_config():
 @pytest.mark.parametrize("selection", ["beam", "rank"])
 def test_lm_steps_pick_real_candidates_and_count_tokens(bow_embedder, tiny_lm, selection):
     reformulator = EvidenceReformulator(
-        ReformulationConfig(
-            selection=selection, residual_queries="lm", max_query_tokens=12, max_lm_tokens=None
-        ),
+        ReformulationConfig(selection=selection, residual_queries="lm", max_lm_tokens=None),
+        tuning=ReformulationTuning(max_query_tokens=12),
         embedder=bow_embedder,
         lm=tiny_lm,
     )
@@ -408,7 +408,8 @@ def test_lm_steps_pick_real_candidates_and_count_tokens(bow_embedder, tiny_lm, s
 
 def test_token_budget_is_honoured(bow_embedder, tiny_lm):
     unlimited = EvidenceReformulator(
-        ReformulationConfig(**LM, max_query_tokens=12, max_lm_tokens=None),
+        ReformulationConfig(**LM, max_lm_tokens=None),
+        tuning=ReformulationTuning(max_query_tokens=12),
         embedder=bow_embedder,
         lm=tiny_lm,
     ).retrieve(QUESTION, BridgeSearch(), k=5)
@@ -416,7 +417,8 @@ def test_token_budget_is_honoured(bow_embedder, tiny_lm):
 
     for budget in (0, 10, unlimited.lm_tokens // 2, unlimited.lm_tokens + 200):
         result = EvidenceReformulator(
-            ReformulationConfig(**LM, max_query_tokens=12, max_lm_tokens=budget),
+            ReformulationConfig(**LM, max_lm_tokens=budget),
+            tuning=ReformulationTuning(max_query_tokens=12),
             embedder=bow_embedder,
             lm=tiny_lm,
         ).retrieve(QUESTION, BridgeSearch(), k=5)
@@ -455,7 +457,7 @@ def test_rank_scores_propagates_over_linked_propositions():
     # two propositions share an entity, the third is alone; original query only
     sims = np.array([[3.0], [1.0], [2.0]])
     neighbors = [[1], [0], []]
-    config = ReformulationConfig(score_temperature=None, propagation_weight=0.5)
+    config = ReformulationTuning(score_temperature=None, propagation_weight=0.5)
     # mixed = [2/3, 0, 1/3]; received = [0, 2/3, 1/3] -> half/half = [1/3, 1/3, 1/3]
     assert rank_scores(sims, neighbors, config) == pytest.approx([1 / 3, 1 / 3, 1 / 3])
 
@@ -528,12 +530,8 @@ def test_lm_path_question_query_carries_the_relation_words_too(bow_embedder, tin
     question = "Where was the director of Film X born, according to Said Ashour?"
     _scripted_lm(monkeypatch, tiny_lm, "Jane Roe hometown")
     lm_only = EvidenceReformulator(
-        ReformulationConfig(
-            selection="embedding",
-            residual_queries="lm",
-            fill_with_entities=False,
-            max_lm_tokens=None,
-        ),
+        ReformulationConfig(selection="embedding", residual_queries="lm", max_lm_tokens=None),
+        tuning=ReformulationTuning(fill_with_entities=False),
         embedder=bow_embedder,
         lm=tiny_lm,
     ).retrieve(question, BridgeSearch(), k=5)

@@ -11,6 +11,7 @@ from neocorrag_core.evireform import (
     ReformulationConfig,
     ReformulationQuery,
 )
+from neocorrag_core.evireform.config import ReformulationTuning
 from neocorrag_core.evireform.ranking import (
     ChainLink,
     about_entity,
@@ -281,7 +282,9 @@ class RelationSearch:
 
 
 def test_only_the_relation_qualified_query_reaches_the_second_hop(bow_embedder):
-    plain = EvidenceReformulator(NO_LM.with_overrides(relation_words=False), embedder=bow_embedder)
+    plain = EvidenceReformulator(
+        NO_LM, tuning=ReformulationTuning(relation_words=False), embedder=bow_embedder
+    )
     result = plain.retrieve(QUESTION, RelationSearch(), k=5)
     assert [(q.text, q.kind) for q in result.queries[1:]] == [("Mountrail County", "entities")]
     assert "county" not in {p.id for p in result.pool}
@@ -322,8 +325,8 @@ def test_chain_ranking_keeps_a_hop_that_the_mixed_score_drops(bow_embedder):
         return [TOWNSHIP, *lookalikes][:k]
 
     # every fact is evidence, so the township's bridge is found beside the look-alikes
-    config = NO_LM.with_overrides(original_weight=0.9, evidence_margin=None, max_evidence=9)
-    reformulator = EvidenceReformulator(config, embedder=bow_embedder)
+    tuning = ReformulationTuning(original_weight=0.9, evidence_margin=None, max_evidence=9)
+    reformulator = EvidenceReformulator(NO_LM, tuning=tuning, embedder=bow_embedder)
     mixed = reformulator.retrieve(QUESTION, search, k=5, ranking="mixed")
     chains = reformulator.retrieve(QUESTION, search, k=5)
     assert "hop" in {p.id for p in mixed.pool}
@@ -381,21 +384,21 @@ def test_adaptive_rounds_stop_once_the_relation_words_are_covered(bow_embedder):
 
 def test_new_settings_are_validated():
     with pytest.raises(ValueError, match="ranking"):
-        ReformulationConfig(ranking="best")  # type: ignore[arg-type]
+        ReformulationTuning(ranking="best")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_relation_words"):
-        ReformulationConfig(max_relation_words=0)
+        ReformulationTuning(max_relation_words=0)
     with pytest.raises(ValueError, match="max_anchors"):
-        ReformulationConfig(max_anchors=-1)
+        ReformulationTuning(max_anchors=-1)
     with pytest.raises(ValueError, match="chain_lead"):
-        ReformulationConfig(chain_lead=-1)
+        ReformulationTuning(chain_lead=-1)
     with pytest.raises(ValueError, match="follow_titles"):
-        ReformulationConfig(follow_titles="yes")  # type: ignore[arg-type]
+        ReformulationTuning(follow_titles="yes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="question_entity_queries"):
-        ReformulationConfig(question_entity_queries=-1)
+        ReformulationTuning(question_entity_queries=-1)
     with pytest.raises(ValueError, match="max_per_page"):
-        ReformulationConfig(max_per_page=0)
+        ReformulationTuning(max_per_page=0)
     with pytest.raises(ValueError, match="follow_names"):
-        ReformulationConfig(follow_names=1)  # type: ignore[arg-type]
+        ReformulationTuning(follow_names=1)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------- the wrapper benchmark
@@ -445,10 +448,10 @@ def test_anchors_keep_the_compared_entities_that_bridge_queries_push_out(bow_emb
         return bands[:k]
 
     # (no search for "United States", which no passage names: this case is about anchors)
-    config = NO_LM.with_overrides(
+    tuning = ReformulationTuning(
         original_weight=0.1, evidence_margin=None, max_evidence=9, question_entity_queries=0
     )
-    reformulator = EvidenceReformulator(config, embedder=bow_embedder)
+    reformulator = EvidenceReformulator(NO_LM, tuning=tuning, embedder=bow_embedder)
     plain = reformulator.retrieve(question, search, k=3, first_k=4, max_anchors=0)
     assert {"local", "for"}.isdisjoint(r.passage.id for r in plain.passages)
     anchored = reformulator.retrieve(question, search, k=3, first_k=4)
@@ -656,12 +659,13 @@ def test_the_first_hop_page_gives_the_bridge_when_no_fact_states_the_relation(bo
             return [sister]
         return [*festivals, decade][:k]
 
-    def queries(config: ReformulationConfig) -> list[str]:
-        result = EvidenceReformulator(config, embedder=bow_embedder).retrieve(question, search, k=5)
+    def queries(tuning: ReformulationTuning) -> list[str]:
+        reformulator = EvidenceReformulator(NO_LM, tuning=tuning, embedder=bow_embedder)
+        result = reformulator.retrieve(question, search, k=5)
         return [q.text for q in result.queries[1:]]
 
-    assert "Neil Young sibling" in queries(NO_LM)
-    assert not any("Neil Young" in q for q in queries(NO_LM.with_overrides(first_hop_facts=False)))
+    assert "Neil Young sibling" in queries(ReformulationTuning())
+    assert not any("Neil Young" in q for q in queries(ReformulationTuning(first_hop_facts=False)))
 
 
 def test_evidence_order_puts_first_hop_facts_after_stating_ones_past_the_margin():

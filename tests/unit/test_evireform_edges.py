@@ -11,7 +11,12 @@ import pytest
 
 from neocorrag_core import Passage
 from neocorrag_core.errors import InputError
-from neocorrag_core.evireform import EvidenceReformulator, ReformulationConfig, ReformulationQuery
+from neocorrag_core.evireform import (
+    EvidenceReformulator,
+    ReformulationConfig,
+    ReformulationQuery,
+    ReformulationTuning,
+)
 from neocorrag_core.evireform.propositions import relation_sentences
 from neocorrag_core.evireform.ranking import about_entity
 from neocorrag_core.evireform.residual import (
@@ -67,7 +72,7 @@ def test_rerank_follows_shared_names_among_the_passages_it_is_given(bow_embedder
     pool = [TOWNSHIP, *LOOKALIKES, COUNTY]
     queries = [ReformulationQuery(QUESTION, "original", 0)]
     reformulator = EvidenceReformulator(
-        NO_LM.with_overrides(follow_titles=False), embedder=bow_embedder
+        NO_LM, tuning=ReformulationTuning(follow_titles=False), embedder=bow_embedder
     )
     shared = reformulator.rerank(QUESTION, queries, pool, k=3)
     assert {"township", "county"} <= {r.passage.id for r in shared}

@@ -38,6 +38,9 @@ import pytest
 from adapter_fixtures import BRIDGE_CORPUS, BRIDGE_NO_LM, BRIDGE_QUESTION, CORPUS, QUERY
 from conftest import HashedBagOfWords
 from fuzz_strategies import (
+    DIAL,
+    adapter_miner_config_kwargs,
+    adapter_reformulation_config_kwargs,
     doc_ids,
     hostile_text,
     metadata_dicts,
@@ -47,6 +50,7 @@ from fuzz_strategies import (
     scores,
     text_or_vocab,
     title_value,
+    valid_adapter_reformulation_config_kwargs,
     valid_config_kwargs,
     valid_miner_config_kwargs,
     valid_reformulation_config_kwargs,
@@ -77,8 +81,10 @@ from neocorrag_core import (
 )
 from neocorrag_core.chains import graph, links
 from neocorrag_core.chains import query_entities as entities
+from neocorrag_core.chains.config import MinerTuning, miner_settings
 from neocorrag_core.chains.graph import normalize_entity
 from neocorrag_core.chains.path_search import activated_score
+from neocorrag_core.evireform.config import ReformulationTuning, reformulation_settings
 from neocorrag_core.models import LanguageModel, TextEmbedder, resolve_embedder
 from neocorrag_integrations.langchain import EvidenceReformulationRetriever as LCReformRetriever
 from neocorrag_integrations.langchain import NeocorRAGCompressor, is_evidence_chain_document
@@ -88,6 +94,8 @@ from neocorrag_integrations.metadata_keys import RUN_KEYS
 
 # Loose thresholds so bag-of-words similarities let chains form (the later stages run).
 LOOSE = {"tau_node": 0.5, "tau_edge": 0.0, "tau_boost": 0.0, "seed_fallback_min_similarity": 0.0}
+ADAPTER_LOOSE = {k: v for k, v in LOOSE.items() if k in MinerConfig.field_names()}
+"""What of LOOSE an adapter takes (its ``miner_config``; the fallback floor is research)."""
 
 
 def fuzz(max_examples: int) -> settings:
@@ -137,13 +145,13 @@ def miner_for(query_entities: str = "ngram", *, with_lm: bool = False) -> Eviden
 
 @functools.cache
 def compressor(chain_format: str = "none") -> NeocorRAGCompressor:
-    config = {**LOOSE, "chain_format": chain_format}
+    config = {**ADAPTER_LOOSE, "chain_format": chain_format}
     return NeocorRAGCompressor(embedder=embedder(), decoding="none", miner_config=config)
 
 
 @functools.cache
 def postprocessor(chain_format: str = "none") -> NeocorRAGPostprocessor:
-    config = {**LOOSE, "chain_format": chain_format}
+    config = {**ADAPTER_LOOSE, "chain_format": chain_format}
     return NeocorRAGPostprocessor(embedder=embedder(), decoding="none", miner_config=config)
 
 
@@ -473,7 +481,7 @@ def test_passage_is_built_or_rejected_with_input_error(pid, text, title, score, 
 @given(query=usable_queries, passages=passage_lists())
 def test_mine_without_lm_returns_a_valid_result_and_leaves_inputs_alone(query, passages):
     miner = miner_for()
-    config = miner.config.with_overrides(**LOOSE)
+    config, _ = miner_settings(miner.config, miner.tuning, LOOSE)
     before = copy.deepcopy(passages)
     result = miner.mine(query, passages, **LOOSE)
     assert_unchanged(passages, before)
@@ -488,7 +496,7 @@ def test_mine_with_beam_decoding_on_the_tiny_lm(query, passages):
     before = copy.deepcopy(passages)
     result = miner.mine(query, passages, **overrides)
     assert_unchanged(passages, before)
-    check_mining_result(result, passages, miner.config.with_overrides(**overrides))
+    check_mining_result(result, passages, miner_settings(miner.config, miner.tuning, overrides)[0])
 
 
 @fuzz(30)
@@ -521,48 +529,55 @@ def test_mine_rejects_unusable_input_with_input_error(query, passages):
         assert isinstance(err, InputError)
     else:
         assert usable, f"unusable input was served: {query!r}, {passages!r}"
-        check_mining_result(result, list(passages), miner_for().config.with_overrides(**LOOSE))
+        miner = miner_for()
+        config, _ = miner_settings(miner.config, miner.tuning, LOOSE)
+        check_mining_result(result, list(passages), config)
 
 
 @fuzz(50)
 @given(drawn=valid_or_any(valid_miner_config_kwargs, miner_config_kwargs))
 def test_miner_config_is_usable_or_rejected_with_config_error(drawn):
     kwargs, valid = drawn
-    config, err = attempt(MinerConfig, **kwargs)
+    settings_, err = attempt(miner_settings, changes=kwargs)
     assert_served(err, valid, kwargs)
     if err is not None:
         assert isinstance(err, ConfigError)
-        with pytest.raises(ConfigError):  # overriding a valid config rejects the same values
-            MinerConfig().with_overrides(**kwargs)
+        with pytest.raises(ConfigError):  # overriding valid settings rejects the same values
+            miner_settings(MinerConfig(), MinerTuning(), kwargs)
         return
+    config, tuning = settings_
     assert MinerConfig(**config.to_dict()) == config
+    assert MinerTuning(**tuning.to_dict()) == tuning
     assert isinstance(config.kept_top_n, int) and config.kept_top_n >= 0
-    assert isinstance(config.keeps_chain_sources, bool)
+    assert isinstance(tuning.keeps_chain_sources(config.keep), bool)
     passages = [
         Passage(pid, text, title, metadata={"triples": triples})
         for pid, title, text, triples in CORPUS
     ]
-    EvidenceChainMiner(config, embedder=embedder(), lm=tiny_lm())  # cheap: loads nothing
-    # The same config, from a miner that has loaded spaCy (if needed) already.
+    EvidenceChainMiner(config, tuning=tuning, embedder=embedder(), lm=tiny_lm())  # loads nothing
+    # The same settings, from a miner that has loaded spaCy (if needed) already.
     miner = miner_for(config.query_entities, with_lm=config.decoding != "none")
-    overrides = {k: v for k, v in config.to_dict().items() if k != "query_entities"}
-    overrides["num_candidates"] = min(config.num_candidates, 8)  # keep LM decoding fast
+    overrides = {**config.to_dict(), **tuning.to_dict()}
+    del overrides["query_entities"]
+    overrides["num_candidates"] = min(tuning.num_candidates, 8)  # keep LM decoding fast
     result = miner.mine(QUERY, passages, **overrides)
-    check_mining_result(result, passages, config.with_overrides(**overrides))
+    check_mining_result(result, passages, config)
 
 
 @fuzz(50)
 @given(drawn=valid_or_any(valid_reformulation_config_kwargs, reformulation_config_kwargs))
 def test_reformulation_config_is_usable_or_rejected_with_config_error(drawn):
     kwargs, valid = drawn
-    config, err = attempt(ReformulationConfig, **kwargs)
+    settings_, err = attempt(reformulation_settings, changes=kwargs)
     assert_served(err, valid, kwargs)
     if err is not None:
         assert isinstance(err, ConfigError)
         with pytest.raises(ConfigError):
-            ReformulationConfig().with_overrides(**kwargs)
+            reformulation_settings(ReformulationConfig(), ReformulationTuning(), kwargs)
         return
+    config, tuning = settings_
     assert ReformulationConfig(**config.to_dict()) == config
+    assert ReformulationTuning(**tuning.to_dict()) == tuning
     corpus = [
         Passage(pid, text, title, metadata={"triples": triples})
         for pid, title, text, triples in BRIDGE_CORPUS
@@ -572,7 +587,8 @@ def test_reformulation_config_is_usable_or_rejected_with_config_error(drawn):
         return by_overlap(query, corpus, lambda p: p.text)[:k]
 
     engine = EvidenceReformulator(
-        config.with_overrides(max_query_tokens=min(config.max_query_tokens, 16)),
+        config,
+        tuning=tuning.with_overrides(max_query_tokens=min(tuning.max_query_tokens, 16)),
         embedder=embedder(),
         lm=tiny_lm(),
     )
@@ -645,7 +661,7 @@ _adapter_fields = st.fixed_dictionaries(
         "include_chains": st.sampled_from([True, False, "no", None]),
         "chains_position": st.sampled_from(["first", "last", "middle"]),
         "miner_config": st.one_of(
-            miner_config_kwargs.map(lambda kw: {**LOOSE, **kw}).filter(
+            adapter_miner_config_kwargs.map(lambda kw: {**ADAPTER_LOOSE, **kw}).filter(
                 lambda kw: "query_entities" not in kw  # spaCy loads per miner
             ),
             st.sampled_from([None, "tau_edge=0.1", [("tau_edge", 0.1)]]),
@@ -665,9 +681,9 @@ _valid_adapter_fields = st.fixed_dictionaries(
         "chains_position": st.sampled_from(["first", "last"]),
         "miner_config": st.one_of(
             st.none(),
-            valid_config_kwargs(MinerConfig, base=LOOSE)
+            valid_config_kwargs(MinerConfig, base=ADAPTER_LOOSE, exclude=DIAL)
             .filter(lambda kw: "query_entities" not in kw)  # spaCy loads per miner
-            .map(lambda kw: {**LOOSE, **kw}),
+            .map(lambda kw: {**ADAPTER_LOOSE, **kw}),
         ),
     },
 )
@@ -722,10 +738,13 @@ def test_langchain_reformulation_retriever_returns_copies_of_what_it_found(query
 def test_langchain_reformulation_with_the_tiny_lm(query, raw, selection):
     docs = lc_documents(raw)
     before = copy.deepcopy(docs)
-    config = {"selection": selection, "residual_queries": "lm", "max_query_tokens": 12}
-    wrapper = LCReformRetriever(
-        retriever=ListRetriever(docs=docs), config=config, k=2, embedder=embedder(), lm=tiny_lm()
+    engine = EvidenceReformulator(
+        ReformulationConfig(selection=selection, residual_queries="lm"),
+        tuning=ReformulationTuning(max_query_tokens=12),
+        embedder=embedder(),
+        lm=tiny_lm(),
     )
+    wrapper = LCReformRetriever(retriever=ListRetriever(docs=docs), k=2, reformulator=engine)
     out, err = attempt(wrapper.invoke, query)
     assert_unchanged(docs, before)
     if err is not None:
@@ -747,10 +766,12 @@ def test_langchain_reformulation_rejects_a_non_string_query_with_input_error(que
 @fuzz(30)
 @given(
     drawn=valid_or_any(
-        st.tuples(st.integers(1, 4), st.one_of(st.none(), valid_reformulation_config_kwargs)),
+        st.tuples(
+            st.integers(1, 4), st.one_of(st.none(), valid_adapter_reformulation_config_kwargs)
+        ),
         st.tuples(
             st.one_of(st.integers(-1, 4), st.sampled_from([2.5, "3", None, math.nan])),
-            st.one_of(reformulation_config_kwargs, st.sampled_from([None, "k=3", [1]])),
+            st.one_of(adapter_reformulation_config_kwargs, st.sampled_from([None, "k=3", [1]])),
         ),
     ),
     use_llama=st.booleans(),
@@ -950,9 +971,9 @@ def test_long_runs_of_punctuation_or_spaces_cost_linear_time():
 def test_a_huge_beta_saturates_the_path_score_instead_of_overflowing():
     """``beta=1e200`` is a valid config, and two boosted triples made ``beta ** 2`` raise a
     bare ``OverflowError`` from ``search.activated_score``."""
-    config = MinerConfig(beta=1e200, tau_edge=0.0, tau_boost=0.0)
+    tuning = MinerTuning(beta=1e200)
     q = np.ones(4, dtype=np.float32) / 2
-    assert math.isfinite(activated_score(2, np.stack([q, q]).sum(axis=0), 2, q, config))
+    assert math.isfinite(activated_score(2, np.stack([q, q]).sum(axis=0), 2, q, tuning))
     passages = [
         Passage(pid, text, title, metadata={"triples": triples})
         for pid, title, text, triples in CORPUS
@@ -981,7 +1002,7 @@ def test_a_missing_spacy_is_a_missing_dependency_error(monkeypatch):
 @pytest.mark.parametrize("use_llama", [False, True], ids=["langchain", "llama_index"])
 def test_refining_twice_keeps_one_chain_document(use_llama):
     raw = fixture_documents(CORPUS)
-    config = {**LOOSE, "chain_format": "linking"}  # a chain document (the default has none)
+    config = {**ADAPTER_LOOSE, "chain_format": "linking"}  # a chain document (default: none)
     if use_llama:
         post = NeocorRAGPostprocessor(embedder=embedder(), decoding="none", miner_config=config)
         once = post.postprocess_nodes(li_nodes(raw), query_str=QUERY)

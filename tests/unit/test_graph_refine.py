@@ -63,7 +63,9 @@ def _chain(*sources: str) -> EvidenceChain:
 
 def test_refine_keeps_top_n_and_chain_sources_in_original_order():
     passages = _passages(5)
-    kept, dropped = refine_passages(passages, [_chain("p5", "p1"), _chain("p4")], top_n=2)
+    kept, dropped = refine_passages(
+        passages, [_chain("p5", "p1"), _chain("p4")], top_n=2, keep="paper"
+    )
     assert [k.passage.id for k in kept] == ["p1", "p2", "p4", "p5"]
     assert [k.reason for k in kept] == [
         KeepReason.TOP_N,
@@ -78,28 +80,28 @@ def test_refine_keeps_top_n_and_chain_sources_in_original_order():
 
 
 def test_refine_without_chains_keeps_only_top_n():
-    kept, dropped = refine_passages(_passages(5), [], top_n=2)
+    kept, dropped = refine_passages(_passages(5), [], top_n=2, keep="paper")
     assert [k.passage.id for k in kept] == ["p1", "p2"]
     assert len(dropped) == 3
 
 
 def test_refine_never_returns_empty_context():
     # top_n=0 and no chain touches any passage: everything would be dropped.
-    kept, dropped = refine_passages(_passages(3), [_chain("elsewhere")], top_n=0)
+    kept, dropped = refine_passages(_passages(3), [_chain("elsewhere")], top_n=0, keep="paper")
     assert [k.passage.id for k in kept] == ["p1", "p2", "p3"]
     assert all(k.reason is KeepReason.PASSTHROUGH for k in kept)
     assert dropped == []
 
 
 def test_refine_empty_input_is_empty():
-    assert refine_passages([], [], top_n=2) == ([], [])
+    assert refine_passages([], [], top_n=2, keep="paper") == ([], [])
 
 
 def test_render_chains_and_context():
     chain = EvidenceChain((Triple("A", "r", "B", ("p1",)),), "A - r -> B", 0.9)
     assert render_chains([]) == ""
     assert render_chains([chain]) == "Evidence chains:\n1. A - r -> B"
-    kept, dropped = refine_passages(_passages(1), [chain], top_n=1)
+    kept, dropped = refine_passages(_passages(1), [chain], top_n=1, keep="paper")
     result = MiningResult("q", [chain], kept, dropped, 1, chain_format="compact")
     assert result.context() == "Evidence chains:\n1. A - r -> B\n\nT1: text 1"
     assert result.context(chains_first=False).endswith("1. A - r -> B")

@@ -18,6 +18,7 @@ import json
 import logging
 import pickle
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,11 +43,17 @@ from neocorrag_core.triples.store import CachedTripleSource, TripleStore, text_s
 from neocorrag_core.types import Passage, Triple
 from neocorrag_integrations import langchain as lc_adapter
 from neocorrag_integrations import llama_index as li_adapter
-from neocorrag_integrations._common import to_passages
+from neocorrag_integrations._common import read_fields, to_passages
 from neocorrag_integrations.langchain import TripleExtractorTransformer
 from neocorrag_integrations.langchain_ingest import document_passages
 from neocorrag_integrations.llama_index import TripleExtractorTransform
 from neocorrag_integrations.llama_index_ingest import node_passages
+
+
+def adapter_passages(adapter: Any, documents: list[Any]) -> list[Passage]:
+    """The passages a query-time adapter reads of ``documents``."""
+    return to_passages([read_fields(i, adapter._read(i, d)) for i, d in enumerate(documents)])
+
 
 TEXTS = {
     "curie": ("Marie Curie", "Marie Curie discovered polonium and radium. She was born in Warsaw."),
@@ -139,7 +146,7 @@ def test_llama_pipeline_annotates_nodes_and_the_query_side_reads_the_store(
 
     # Query time: the postprocessor's own conversion of the retrieved nodes, metadata lost.
     retrieved = [NodeWithScore(node=n, score=0.5) for n in nodes]
-    passages = without_triples(to_passages(li_adapter._source_documents(retrieved)))
+    passages = without_triples(adapter_passages(li_adapter, retrieved))
     source = query_time_source(store, spacy_extractor)
     found = source.triples_for(passages)
     assert source.stats.extracted == 0 and source.stats.hits == len(passages)
@@ -273,7 +280,7 @@ def test_langchain_vector_store_gets_triples_and_the_query_side_reads_the_store(
 
     # Query time: the compressor's own conversion, with the metadata triples lost.
     hits = vectors.similarity_search("Marie Curie", k=4)
-    passages = without_triples(to_passages(lc_adapter._source_documents(hits)))
+    passages = without_triples(adapter_passages(lc_adapter, hits))
     source = query_time_source(store, spacy_extractor)
     found = source.triples_for(passages)
     assert source.stats.extracted == 0 and source.stats.hits == 4
@@ -345,13 +352,14 @@ def test_langchain_private_memory_store_and_bad_input(
 def test_ingestion_builds_passages_exactly_as_the_adapters_do() -> None:
     lc_docs = [*lc_documents(), Document(page_content="  No   id,\n odd  spacing. ")]
     assert [text_sha256(p) for p in document_passages(lc_docs)] == [
-        text_sha256(p) for p in to_passages(lc_adapter._source_documents(lc_docs))
+        text_sha256(p) for p in to_passages([lc_adapter._read(i, d) for i, d in enumerate(lc_docs)])
     ]
     nodes = [
         TextNode(text=text, metadata={"title": title, "year": 1900})
         for title, text in TEXTS.values()
     ]
-    query_side = to_passages(li_adapter._source_documents([NodeWithScore(node=n) for n in nodes]))
+    scored = [NodeWithScore(node=n) for n in nodes]
+    query_side = to_passages([li_adapter._read(i, n) for i, n in enumerate(scored)])
     assert node_passages(nodes) == query_side
 
 

@@ -35,7 +35,6 @@ from pydantic import Field
 
 from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.evireform import EvidenceReformulator, ReformulationConfig, RetrievalError
-from neocorrag_integrations._common import SourceDocument
 from neocorrag_integrations._reformulation import ReformulationCall
 from neocorrag_integrations.langchain import (
     EvidenceReformulationRetriever,
@@ -216,11 +215,9 @@ def test_documents_without_ids_are_merged_by_content_and_appear_once():
 
 
 def test_ids_are_stable_per_document_and_shared_ids_with_different_text_stay_apart():
-    call = ReformulationCall(lambda docs: list(docs))
-    first = call.register([SourceDocument("a", "one"), SourceDocument(None, "two", {"title": "T"})])
-    again = call.register(
-        [SourceDocument(None, "two", {"title": "T"}), SourceDocument("a", "one changed")]
-    )
+    call = ReformulationCall(lambda position, fields: fields)  # documents as (id, text, ...)
+    first = call.register([("a", "one", {}, None), (None, "two", {"title": "T"}, None)])
+    again = call.register([(None, "two", {"title": "T"}, None), ("a", "one changed", {}, None)])
     assert first[0].id == "a" and first[1].id.startswith("sha256:")
     assert again[0].id == first[1].id  # same content, no id: same passage
     assert again[1].id.startswith("a#") and again[1].id != "a"  # same id, other text
@@ -418,7 +415,10 @@ def test_config_takes_a_reformulation_config_or_a_dict_and_is_checked_at_constru
         ({"k": "3"}, "k must be an integer, got str '3'"),
         ({"k": 3.0}, "k must be an integer, got float 3.0"),
         ({"k": True}, "k must be an integer, got bool True"),
-        ({"config": "entities"}, "config must be a ReformulationConfig or a dict, got str"),
+        (
+            {"config": "entities"},
+            "config must be a ReformulationConfig or a dict of its fields, got str",
+        ),
         ({"config": {"residual_k": 2.5}}, "config: ReformulationConfig.residual_k"),
         ({"config": {"original_weight": float("nan")}}, "config: .*original_weight"),
         ({"lm": "  "}, "lm must be a model name or folder"),
@@ -459,9 +459,8 @@ def test_lm_steps_run_through_the_adapter_sync_and_async(tiny_lm):
     # async gives what sync gives (the LM's lock serializes generation).
     retriever = wrapper(
         lm=tiny_lm,
-        config={"selection": "rank", "residual_queries": "lm", "residual_k": 3,
-                "max_query_tokens": 8},
-    )  # fmt: skip
+        config={"selection": "rank", "residual_queries": "lm", "residual_k": 3},
+    )
     sync = retriever.invoke(QUESTION)
     assert retriever.models.lm_loaded
     assert len(sync) == 3

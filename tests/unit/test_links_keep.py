@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from neocorrag_core.chains.config import KEEP_MODES, MinerConfig
+from neocorrag_core.chains.config import KEEP_MODES, MinerConfig, MinerTuning
 from neocorrag_core.chains.keep import refine_passages
 from neocorrag_core.chains.links import (
     PassageLinks,
@@ -153,11 +153,13 @@ def test_link_based_modes_need_links():
 
 def test_config_dial_defaults_and_validation():
     config = MinerConfig()
-    assert config.keep == "recall" and config.kept_top_n == 2 and not config.keeps_chain_sources
+    tuning = MinerTuning()
+    assert config.keep == "recall" and config.kept_top_n == 2
+    assert not tuning.keeps_chain_sources(config.keep)
     assert MinerConfig(keep="balanced").kept_top_n == 1
     assert MinerConfig(keep="balanced", top_n=3).kept_top_n == 3
-    assert MinerConfig(keep="paper").keeps_chain_sources
-    assert MinerConfig(keep="recall", chain_support=True).keeps_chain_sources
+    assert tuning.keeps_chain_sources("paper")
+    assert MinerTuning(chain_support=True).keeps_chain_sources("recall")
     with pytest.raises(ValueError, match="keep must be one of"):
         MinerConfig(keep="all")  # type: ignore[arg-type]
 

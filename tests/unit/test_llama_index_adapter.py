@@ -227,8 +227,8 @@ def test_to_dict_from_dict_round_trip_keeps_every_setting_and_the_engine_config(
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"top_n": 2.5}, "NeocorRAGPostprocessor.top_n must be an integer"),
-        ({"beam_width": "3"}, "NeocorRAGPostprocessor.beam_width must be an integer"),
+        ({"top_n": 2.5}, "NeocorRAGPostprocessor: MinerConfig.top_n must be an integer"),
+        ({"beam_width": "3"}, "NeocorRAGPostprocessor: MinerConfig.beam_width must be an integer"),
         ({"miner_config": {"tau_edge": float("nan")}}, "tau_edge must be a finite number"),
         ({"chains_position": "middle"}, "chains_position must be one of"),
     ],

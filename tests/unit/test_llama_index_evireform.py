@@ -277,7 +277,7 @@ def test_settings_are_checked_and_exposed():
         ({"k": "3"}, "EvidenceReformulationRetriever.k must be an integer, got str '3'"),
         ({"k": True}, "EvidenceReformulationRetriever.k must be an integer, got bool True"),
         ({"k": 0}, "EvidenceReformulationRetriever.k must be >= 1"),
-        ({"config": 3}, "config must be a ReformulationConfig or a dict, got int"),
+        ({"config": 3}, "config must be a ReformulationConfig or a dict of its fields, got int"),
         ({"config": {"residual_k": float("inf")}}, "ReformulationConfig.residual_k"),
         ({"verbose": "yes"}, "EvidenceReformulationRetriever.verbose must be True or False"),
         ({"callback_manager": []}, "callback_manager must be a CallbackManager or None"),

@@ -9,6 +9,7 @@ import pytest
 from conftest import bag_of_words_embedder
 
 from neocorrag_core import EvidenceChainMiner, InputError, KeepReason, MinerConfig, Passage
+from neocorrag_core.chains.config import miner_settings
 from neocorrag_core.chains.path_search import search_paths
 from neocorrag_core.cli.app import print_result
 from neocorrag_core.types import LossStage
@@ -46,8 +47,9 @@ def passages_without_the_hub() -> list[Passage]:
 def miner_for(decoding: str, tiny_lm=None, **config) -> EvidenceChainMiner:
     """A miner on the bag-of-words embedder; the paper's keep rule (Eq. 8) unless told."""
     config.setdefault("keep", "paper")
-    cfg = MinerConfig(decoding=decoding, tau_edge=0.1, tau_boost=0.1, **config)
-    return EvidenceChainMiner(cfg, embedder=bag_of_words_embedder(), lm=tiny_lm)
+    changes = {"decoding": decoding, "tau_edge": 0.1, "tau_boost": 0.1, **config}
+    cfg, tuning = miner_settings(changes=changes)
+    return EvidenceChainMiner(cfg, tuning=tuning, embedder=bag_of_words_embedder(), lm=tiny_lm)
 
 
 @pytest.mark.parametrize("decoding", ["none", "beam", "rank"])
@@ -96,6 +98,7 @@ def _candidate_texts(miner: EvidenceChainMiner, passages: list[Passage]) -> set[
         emb.embed(entities),
         emb.embed([QUERY])[0],
         miner.config,
+        miner.tuning,
     )
     paths, _ = search_paths(
         graph,
@@ -103,6 +106,7 @@ def _candidate_texts(miner: EvidenceChainMiner, passages: list[Passage]) -> set[
         emb.embed([t.text for t in graph.triples]),
         emb.embed([QUERY])[0],
         miner.config,
+        miner.tuning,
     )
     return {to_chain(graph, p).text for p in paths}
 
@@ -193,10 +197,9 @@ def test_without_a_candidate_chain_the_link_rules_still_apply():
 
 @pytest.mark.parametrize("switch", [{"filter_passages": False}, {"passage_focus": "linked"}])
 def test_the_no_chain_path_honours_the_ablation_and_passage_focus(switch):
-    miner = EvidenceChainMiner(
-        MinerConfig(decoding="none", keep="recall", tau_edge=0.99, tau_boost=0.99, **switch),
-        embedder=bag_of_words_embedder(),
-    )
+    changes = {"decoding": "none", "keep": "recall", "tau_edge": 0.99, "tau_boost": 0.99}
+    config, tuning = miner_settings(changes={**changes, **switch})
+    miner = EvidenceChainMiner(config, tuning=tuning, embedder=bag_of_words_embedder())
     result = miner.mine(QUERY, passages_without_the_hub())
     assert result.fallback == "no_candidate_chains"
     if "filter_passages" in switch:  # Table 2 ablation: nothing dropped, chain or not
@@ -230,7 +233,7 @@ def test_empty_passages_give_empty_result_without_loading_models():
 def test_per_call_overrides_and_bad_inputs():
     miner = miner_for("none")
     assert miner.mine(QUERY, make_passages(), top_n=5).dropped == []
-    with pytest.raises(TypeError, match="unknown MinerConfig"):
+    with pytest.raises(TypeError, match="unknown MinerConfig or MinerTuning field"):
         miner.mine(QUERY, make_passages(), bogus=1)
     with pytest.raises(ValueError, match="non-empty"):
         miner.mine("  ", make_passages())

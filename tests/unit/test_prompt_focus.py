@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from tiny_models import build_tiny_lm
 
-from neocorrag_core import EvidenceChain, MinerConfig, Passage, Triple
+from neocorrag_core import EvidenceChain, Passage, Triple
+from neocorrag_core.chains.config import MinerTuning
 from neocorrag_core.chains.decoding import build_prompt_ids
 from neocorrag_core.chains.miner import candidate_focus
-from neocorrag_core.evireform import ReformulationConfig
+from neocorrag_core.evireform import ReformulationTuning
 from neocorrag_core.evireform.selection import proposition_focus, selection_prompt_text
 from neocorrag_core.evireform.types import Proposition
 from neocorrag_core.models import LanguageModel
@@ -70,6 +71,6 @@ def test_selection_prompt_focus_uses_the_propositions_entities():
 
 def test_prompt_context_is_validated():
     with pytest.raises(ValueError, match="prompt_context"):
-        MinerConfig(prompt_context="all")  # type: ignore[arg-type]
+        MinerTuning(prompt_context="all")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="prompt_context"):
-        ReformulationConfig(prompt_context="all")  # type: ignore[arg-type]
+        ReformulationTuning(prompt_context="all")  # type: ignore[arg-type]

@@ -170,11 +170,11 @@ def test_an_8k_character_question_costs_about_what_a_normal_one_does(tiny_lm):
     huge = miner.mine(huge_query, _passages())
     assert huge.chains and huge.passages
     with tiny_lm.lock:
-        short_prompt = miner.decoding_prompt_ids(QUERY, [], _passages(), miner.config)
-        long_prompt = miner.decoding_prompt_ids(huge_query, [], _passages(), miner.config)
+        short_prompt = miner.decoding_prompt_ids(QUERY, [], _passages(), miner.tuning)
+        long_prompt = miner.decoding_prompt_ids(huge_query, [], _passages(), miner.tuning)
     # Only the question (128 tokens) and its key entities (128 in all) may grow.
-    assert len(long_prompt) <= len(short_prompt) + 2 * miner.config.max_question_tokens + 8
-    assert huge.prompt_tokens <= normal.prompt_tokens + 4 * miner.config.max_question_tokens
+    assert len(long_prompt) <= len(short_prompt) + 2 * miner.tuning.max_question_tokens + 8
+    assert huge.prompt_tokens <= normal.prompt_tokens + 4 * miner.tuning.max_question_tokens
 
 
 def test_a_20k_character_entity_is_capped_at_graph_build(tiny_lm):
@@ -196,9 +196,9 @@ def test_a_prompt_that_cannot_fit_the_context_window_falls_back_with_a_reason():
 def test_the_prompt_is_fitted_under_max_prompt_tokens_by_dropping_passages(tiny_lm):
     miner = _miner(tiny_lm)
     with tiny_lm.lock:
-        full = miner.decoding_prompt_ids(QUERY, [], _passages(), miner.config)
+        full = miner.decoding_prompt_ids(QUERY, [], _passages(), miner.tuning)
         limit = len(full) - 5
         fitted = miner.decoding_prompt_ids(
-            QUERY, [], _passages(), miner.config.with_overrides(max_prompt_tokens=limit)
+            QUERY, [], _passages(), miner.tuning.with_overrides(max_prompt_tokens=limit)
         )
     assert len(fitted) <= limit < len(full)

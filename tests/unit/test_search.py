@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from neocorrag_core.chains.config import MinerConfig
+from neocorrag_core.chains.config import MinerConfig, MinerTuning, miner_settings
 from neocorrag_core.chains.graph import EvidenceGraph
 from neocorrag_core.chains.path_search import (
     activated_score,
@@ -20,30 +20,34 @@ from neocorrag_core.rendering import linearize
 from neocorrag_core.types import Triple
 
 
+def settings(**changes: object) -> tuple[MinerConfig, MinerTuning]:
+    return miner_settings(changes=changes)
+
+
 def unit(*xs: float) -> np.ndarray:
     v = np.asarray(xs, dtype=np.float32)
     return v / np.linalg.norm(v)
 
 
 def test_eq5_matches_hand_computed_value():
-    config = MinerConfig(max_path_length=1, alpha=0.9, beta=1.1, tau_edge=0.45, tau_boost=0.7)
+    config, tuning = settings(max_path_length=1, alpha=0.9, beta=1.1, tau_edge=0.45, tau_boost=0.7)
     vecs = np.stack([unit(1, 0), unit(0, 1)])
     q = unit(0.6, 0.8)
     sims = vecs @ q  # 0.6, 0.8 -> one triple reaches tau_boost 0.7
     # alpha^(2-1) * cos([.5,.5], q) * beta^1 = 0.9 * (0.6+0.8)/sqrt(2) * 1.1
     expected = 0.9 * (1.4 / math.sqrt(2)) * 1.1
-    assert path_score(vecs, sims, q, config) == pytest.approx(expected, rel=1e-6)
+    assert path_score(vecs, sims, q, config, tuning) == pytest.approx(expected, rel=1e-6)
 
 
 def test_eq5_no_penalty_within_length_and_no_boost_below_threshold():
-    config = MinerConfig(max_path_length=10, tau_edge=0.45, tau_boost=0.95)
+    _config, tuning = settings(max_path_length=10, tau_edge=0.45, tau_boost=0.95)
     vecs = np.stack([unit(1, 0), unit(0, 1)])
     q = unit(0.6, 0.8)
-    assert activated_score(2, vecs.sum(axis=0), 0, q, config) == pytest.approx(
+    assert activated_score(2, vecs.sum(axis=0), 0, q, tuning) == pytest.approx(
         1.4 / math.sqrt(2), rel=1e-6
     )
     # Each triple above tau_boost multiplies by beta.
-    assert activated_score(2, vecs.sum(axis=0), 2, q, config) == pytest.approx(
+    assert activated_score(2, vecs.sum(axis=0), 2, q, tuning) == pytest.approx(
         1.4 / math.sqrt(2) * 1.1**2, rel=1e-6
     )
 
@@ -54,32 +58,34 @@ def test_tau_boost_below_tau_edge_is_rejected():
 
 
 def test_seeds_pass_tau_node_on_aggregated_entities():
-    config = MinerConfig(tau_node=0.9)
+    config, tuning = settings(tau_node=0.9)
     nodes = ["a", "b", "c"]
     node_vecs = np.stack([unit(1, 0, 0), unit(0, 1, 0), unit(1, 1, 0)])
     entities = np.stack([unit(1, 0.05, 0), unit(1, -0.05, 0)])
-    seeds = select_seeds(nodes, node_vecs, entities, unit(0, 0, 1), config)
+    seeds = select_seeds(nodes, node_vecs, entities, unit(0, 0, 1), config, tuning)
     assert seeds.nodes == ["a"]
     assert seeds.fallback is None
 
 
 def test_seed_fallback_per_entity_when_nothing_reaches_tau_node():
     # Two orthogonal entities: their mean is ~0.71 from each, below 0.9.
-    config = MinerConfig(tau_node=0.9, seed_fallback_per_entity=1, seed_fallback_min_similarity=0.5)
+    config, tuning = settings(
+        tau_node=0.9, seed_fallback_per_entity=1, seed_fallback_min_similarity=0.5
+    )
     nodes = ["a", "b", "c"]
     node_vecs = np.stack([unit(1, 0, 0), unit(0, 1, 0), unit(0, 0, 1)])
     entities = np.stack([unit(1, 0, 0), unit(0, 1, 0)])
-    seeds = select_seeds(nodes, node_vecs, entities, unit(0, 0, 1), config)
+    seeds = select_seeds(nodes, node_vecs, entities, unit(0, 0, 1), config, tuning)
     assert seeds.fallback == "per_entity"
     assert set(seeds.nodes) == {"a", "b"}
 
 
 def test_seed_fallback_to_query_when_no_entity_matches():
-    config = MinerConfig(seed_fallback_per_entity=1, seed_fallback_min_similarity=0.9)
+    config, tuning = settings(seed_fallback_per_entity=1, seed_fallback_min_similarity=0.9)
     nodes = ["a", "b"]
     node_vecs = np.stack([unit(1, 0), unit(0, 1)])
     entities = np.stack([unit(1, 1)])  # 0.71 to both, below the fallback minimum
-    seeds = select_seeds(nodes, node_vecs, entities, unit(0.1, 1), config)
+    seeds = select_seeds(nodes, node_vecs, entities, unit(0.1, 1), config, tuning)
     assert seeds == type(seeds)(["b"], "query")
 
 
@@ -96,9 +102,9 @@ def _chain_graph() -> EvidenceGraph:
 def test_dfs_walks_both_directions_and_keeps_triple_direction_in_text():
     graph = _chain_graph()
     vecs = np.stack([unit(1, 0), unit(1, 0.1), unit(1, 0.2)])
-    config = MinerConfig(tau_edge=0.0, tau_boost=0.0, max_hops=3)
+    config, tuning = settings(tau_edge=0.0, tau_boost=0.0, max_hops=3)
     # Seed in the middle: one branch goes backwards through "located in".
-    paths, stats = search_paths(graph, ["mountrail county"], vecs, unit(1, 0), config)
+    paths, stats = search_paths(graph, ["mountrail county"], vecs, unit(1, 0), config, tuning)
     texts = {to_chain(graph, p).text for p in paths}
     assert "Mountrail County <- located in - Van Hook Township" in texts
     assert "Mountrail County - capital -> Stanley - named after -> Someone Else" in texts
@@ -108,8 +114,8 @@ def test_dfs_walks_both_directions_and_keeps_triple_direction_in_text():
 def test_dfs_prunes_edges_below_tau_edge():
     graph = _chain_graph()
     vecs = np.stack([unit(1, 0), unit(0, 1), unit(1, 0)])  # "capital" is orthogonal to q
-    config = MinerConfig(tau_edge=0.45, tau_boost=0.45)
-    paths, stats = search_paths(graph, ["van hook township"], vecs, unit(1, 0), config)
+    config, tuning = settings(tau_edge=0.45, tau_boost=0.45)
+    paths, stats = search_paths(graph, ["van hook township"], vecs, unit(1, 0), config, tuning)
     assert [p.triple_indices for p in paths] == [(0,)]
     assert stats.pruned >= 1
 
@@ -117,8 +123,10 @@ def test_dfs_prunes_edges_below_tau_edge():
 def test_same_triple_set_from_two_seeds_counts_once():
     graph = _chain_graph()
     vecs = np.stack([unit(1, 0)] * 3)
-    config = MinerConfig(tau_edge=0.0, tau_boost=0.0, max_hops=2)
-    paths, _ = search_paths(graph, ["van hook township", "stanley"], vecs, unit(1, 0), config)
+    config, tuning = settings(tau_edge=0.0, tau_boost=0.0, max_hops=2)
+    paths, _ = search_paths(
+        graph, ["van hook township", "stanley"], vecs, unit(1, 0), config, tuning
+    )
     keys = [frozenset(p.triple_indices) for p in paths]
     assert len(keys) == len(set(keys))
 
@@ -135,11 +143,11 @@ def test_dfs_caps_bound_work_on_a_dense_graph():
     vecs = rng.normal(size=(len(graph.triples), 8)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     q = vecs.mean(axis=0) / np.linalg.norm(vecs.mean(axis=0))
-    config = MinerConfig(tau_edge=-1.0, tau_boost=-1.0, max_hops=6, max_expansions=3000)
-    paths, stats = search_paths(graph, ["e0", "e1"], vecs, q, config)
+    config, tuning = settings(tau_edge=-1.0, tau_boost=-1.0, max_hops=6, max_expansions=3000)
+    paths, stats = search_paths(graph, ["e0", "e1"], vecs, q, config, tuning)
     assert stats.truncated
     assert stats.expansions <= 3000
-    assert len(paths) == config.num_candidates
+    assert len(paths) == tuning.num_candidates
     scores = [p.score for p in paths]
     assert scores == sorted(scores, reverse=True)
 
@@ -153,8 +161,8 @@ def test_paths_never_revisit_a_node_and_respect_max_hops():
         ]
     )
     vecs = np.stack([unit(1, 0)] * 3)
-    config = MinerConfig(tau_edge=0.0, tau_boost=0.0, max_hops=2)
-    paths, _ = search_paths(graph, ["a"], vecs, unit(1, 0), config)
+    config, tuning = settings(tau_edge=0.0, tau_boost=0.0, max_hops=2)
+    paths, _ = search_paths(graph, ["a"], vecs, unit(1, 0), config, tuning)
     assert paths and all(len(p.triple_indices) <= 2 for p in paths)
     for path in paths:
         assert len(set(path.triple_indices)) == len(path.triple_indices)
@@ -163,8 +171,8 @@ def test_paths_never_revisit_a_node_and_respect_max_hops():
 def test_top_m_keeps_best_scores():
     graph = _chain_graph()
     vecs = np.stack([unit(1, 0), unit(0.5, 1), unit(0, 1)])
-    config = MinerConfig(tau_edge=-1.0, tau_boost=-1.0, num_candidates=2)
-    paths, _ = search_paths(graph, ["van hook township"], vecs, unit(1, 0), config)
+    config, tuning = settings(tau_edge=-1.0, tau_boost=-1.0, num_candidates=2)
+    paths, _ = search_paths(graph, ["van hook township"], vecs, unit(1, 0), config, tuning)
     assert len(paths) == 2
     assert paths[0].triple_indices == (0,)
     assert paths[0].score >= paths[1].score
