@@ -69,13 +69,19 @@ def test_cookbook_runs_top_to_bottom(path):
     if path.stem == "03_evidence_visualization":  # the default: no chain document
         assert "chain document: False" in text  # yet the chains are kept in the metadata
         assert "5. Tekezé River - joins -> Atbarah River  (from document [1, 3])" in text
-    elif path.stem != "04_evidence_reformulation":  # 01, 02: the chain_format="linking" cell
+    elif path.stem not in ("04_evidence_reformulation", "06_composed_pipeline"):  # 01, 02
         assert "Evidence chains:" in text
         assert "Chains found (metadata; the LLM reads only the kept" in text  # the default
     if path.stem == "04_evidence_reformulation":  # the wrapper finds the hop the plain one missed
         assert "gold documents found: 2 of 3" in text and "gold documents found: 3 of 3" in text
     if path.stem == "03_evidence_visualization":
         assert any("image/png" in o.get("data", {}) for o in outputs), "no picture drawn"
+    if path.stem == "06_composed_pipeline":  # the pipeline completes more chains, less noise
+        found = dict(re.findall(r"(plain|composed): .*all gold (\d+)/", text))
+        noise = dict(re.findall(r"(plain|composed): .*per question ([\d.]+)", text))
+        assert int(found["composed"]) > int(found["plain"]), text[-400:]
+        assert float(noise["composed"]) < float(noise["plain"]), text[-400:]
+        assert "+ EviReform found ★" in text  # a missed gold passage found by a residual query
 
 
 def test_cookbook_05_runs_on_tiny_models(tmp_path):
@@ -215,3 +221,17 @@ def test_readme_belief_snippets_end_with_a_typed_action_on_retrieved_evidence(nu
     assert words[0] in ("answer", "stop", "abstain")
     # The final evidence is documents the retriever returned (ids d1..d3).
     assert re.findall(r"'(d\d)'", out.getvalue()), out.getvalue()
+
+
+@pytest.mark.real_models
+def test_readme_pipeline_snippet_finds_the_hop_the_plain_search_missed(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEOCORRAG_TRIPLE_STORE", str(tmp_path / "triples.sqlite"))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = readme_snippet("The full pipeline on a store you keep")
+        exec(compile(code, "README: pipeline", "exec"), {})
+    text = printed.getvalue()
+    plain = text.split("plain top-3:", 1)[1].split("\n", 1)[0]
+    assert "Jane Roe" not in plain
+    assert "Jane Roe |" in text  # found by the residual query and kept
+    assert "Film X (soundtrack) |" not in text  # the noise dropped

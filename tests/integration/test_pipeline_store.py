@@ -126,3 +126,76 @@ def test_the_pipeline_survives_a_restart_and_a_query_embeds_only_queries(tmp_pat
     assert set(QUESTIONS) <= set(first["encoded"])
     assert set(first["encoded"]) <= set(QUESTIONS) | set(first["residual"])
     assert len(first["encoded"]) == len(set(first["encoded"]))
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_same_pipeline_runs_on_a_chroma_server(tmp_path: Path) -> None:
+    """The server form of the store (``chroma run``, from the same package): only the client
+    changes (``HttpClient`` instead of ``PersistentClient``)."""
+    import time
+
+    import chromadb
+    from chromadb.config import Settings
+    from conftest import HashedBagOfWords
+    from langchain_chroma import Chroma
+    from langchain_core.documents import Document
+
+    from neocorrag_integrations.langchain import EvidencePipelineRetriever, NeocorRAGEmbeddings
+
+    server = Path(sys.executable).parent / "chroma"
+    if not server.exists():
+        pytest.skip("the chroma server script is not installed beside this Python")
+    port = _free_port()
+    process = subprocess.Popen(
+        [str(server), "run", "--path", str(tmp_path / "server"), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        settings = Settings(anonymized_telemetry=False)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                client = chromadb.HttpClient(host="127.0.0.1", port=port, settings=settings)
+                client.heartbeat()
+                break
+            except Exception:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise
+                time.sleep(0.5)
+        embeddings = NeocorRAGEmbeddings(HashedBagOfWords())
+        store = Chroma(client=client, collection_name="corpus", embedding_function=embeddings)
+        triples = {
+            "film-x": [["Film X", "directed by", "Jane Roe"]],
+            "jane-roe": [["Jane Roe", "born in", "Oslo"]],
+        }
+        store.add_documents(
+            [
+                Document(
+                    id=i,
+                    page_content=text,
+                    metadata={"title": title, "triples": json.dumps(triples.get(i, []))},
+                )
+                for i, title, text in CORPUS
+            ]
+        )
+        pipeline = EvidencePipelineRetriever.from_retriever(
+            store.as_retriever(search_kwargs={"k": 3}),
+            k=3,
+            embedder=embeddings,
+            miner_config={"tau_edge": 0.0, "tau_boost": 0.0},
+            triple_source=None,
+        )
+        out = pipeline.invoke(QUESTIONS[0])
+        assert out and all(d.metadata["neocorrag_kept_reason"] for d in out)
+        assert "film-x" in [d.id for d in out]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
