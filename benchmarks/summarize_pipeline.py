@@ -56,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for method in ["none", *methods]:
             rows = run.get(method, {})
             qids = [q for q in base if q in rows]
+            if not qids:  # the method did not run on this data set
+                continue
             cells = []
             for metric in metrics:
                 values = [float(rows[q][metric] or 0.0) for q in qids]
