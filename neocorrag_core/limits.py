@@ -1,6 +1,6 @@
 """Caps on what one call reads, extracts and embeds, applied before the work they bound.
 
-The chain search has its own caps (``MinerConfig.max_expansions`` and the rest), but they
+The chain search has its own caps (``MinerTuning.max_expansions`` and the rest), but they
 start after every node and triple of the retrieved passages has been embedded. A call over
 documents nobody curated (a 20,000-triple metadata list, two thousand documents, a 35 KB
 list of names) must not cost minutes: these caps bound the stages before the search. Each

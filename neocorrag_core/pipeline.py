@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from neocorrag_core.chains.miner import EvidenceChainMiner
@@ -117,7 +117,7 @@ class EvidencePipeline:
         searched = (passages, time.perf_counter() - before)
         return await asyncio.to_thread(self._refined, question, None, searched, started)
 
-    def search(self, base: SearchFn) -> SearchFn:
+    def search(self, base: SearchFn) -> Callable[[str, int], list[Passage]]:
         """This pipeline as a ``search(query, k)`` over ``base``: what BeliefRAG's controller
         (or anything that takes a search) can decide over."""
 

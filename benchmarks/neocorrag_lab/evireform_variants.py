@@ -27,6 +27,7 @@ from neocorrag_core.eval.evireform_methods import (
     config_version,
     loop_info,
     loop_output,
+    mined_output,
     shared_loop,
 )
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
@@ -72,22 +73,7 @@ class EviReformVariant(EviReformMethod):
         if self.miner is None:
             raise ValueError("evireform-neocorrag needs a miner")
         mined = self.miner.mine(question, [r.passage for r in result.passages], decoding="beam")
-        timings = {**{f"evireform.{s}": v for s, v in result.timings.items()}, **mined.timings}
-        timings["total"] = result.timings.get("total", 0.0) + mined.timings.get("total", 0.0)
-        found_by = {r.passage.id: r.found_by for r in result.passages}
-        info.update(
-            fallback=mined.fallback,
-            num_chains=len(mined.chains),
-            found_by=[found_by[p.id] for p in mined.passages],
-        )
-        return MethodOutput(
-            passages=mined.passages,
-            chain_text=mined.chain_text,
-            prompt_tokens=result.prompt_tokens + mined.prompt_tokens,
-            generated_tokens=result.generated_tokens + mined.generated_tokens,
-            timings=timings,
-            info={**info, "reused": True},  # its cost is the loop's plus the mining's
-        )
+        return mined_output(result, mined, info)
 
 
 def method_version(name: str) -> str:

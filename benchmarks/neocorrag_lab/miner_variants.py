@@ -32,7 +32,7 @@ top-k truncation peers.
   and ``neocorrag-paper`` (the product's) is Eq. 8's keep rule with the cut, not the
   published context.
 * Ablations of the paper's Table 2, all with beam decoding:
-  ``ablation-naive-search`` (``MinerConfig.search="naive"``) and ``ablation-no-filter``
+  ``ablation-naive-search`` (``MinerTuning.search="naive"``) and ``ablation-no-filter``
   (``filter_passages=False``).
 
 Every miner method is the product's :class:`~neocorrag_core.eval.refiners.NeocorragMethod`

@@ -110,8 +110,13 @@ class BeliefMethod:
 
     def refine(self, call: MethodInput) -> MethodOutput:
         """Run the episode; the controller's final evidence and answer are the output."""
-        result = self.controller.run(call.question, first_round_search(call), **self.overrides)
+        result = self.controller.run(call.question, self.search(call), **self.overrides)
         return belief_output(result, call, self.controller.calibrator.version)
+
+    def search(self, call: MethodInput) -> SearchFn:
+        """What the controller searches with: the run's search, the shared top-k reused for
+        the question itself (:func:`first_round_search`)."""
+        return first_round_search(call)
 
 
 def belief_output(result: BeliefResult, call: MethodInput, calibrator: str = "") -> MethodOutput:

@@ -28,7 +28,7 @@ from neocorrag_core.evireform import (
     SearchFn,
 )
 from neocorrag_core.evireform.config import reformulation_settings
-from neocorrag_core.types import Passage
+from neocorrag_core.types import MiningResult, Passage
 
 EVIREFORM_METHODS = ("evireform",)
 """The product's EviReform methods."""
@@ -61,6 +61,30 @@ def loop_output(
         generated_tokens=result.generated_tokens,
         timings=dict(result.timings),
         info=info,
+    )
+
+
+def mined_output(
+    result: ReformulationResult, mined: MiningResult, info: dict[str, Any]
+) -> MethodOutput:
+    """A method output whose context is the miner's refinement ``mined`` of the loop's top-k
+    and whose cost is the loop's plus the mining's (``info`` gets the mining's fallback,
+    chain count and which query found each kept passage)."""
+    timings = {**{f"evireform.{s}": v for s, v in result.timings.items()}, **mined.timings}
+    timings["total"] = result.timings.get("total", 0.0) + mined.timings.get("total", 0.0)
+    found_by = {r.passage.id: r.found_by for r in result.passages}
+    info.update(
+        fallback=mined.fallback,
+        num_chains=len(mined.chains),
+        found_by=[found_by[p.id] for p in mined.passages],
+    )
+    return MethodOutput(
+        passages=mined.passages,
+        chain_text=mined.chain_text,
+        prompt_tokens=result.prompt_tokens + mined.prompt_tokens,
+        generated_tokens=result.generated_tokens + mined.generated_tokens,
+        timings=timings,
+        info={**info, "reused": True},  # its cost is the loop's plus the mining's
     )
 
 
@@ -168,5 +192,6 @@ __all__ = [
     "loop_info",
     "loop_output",
     "method_version",
+    "mined_output",
     "shared_loop",
 ]

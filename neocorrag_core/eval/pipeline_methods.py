@@ -12,16 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 from neocorrag_core.chains.miner import EvidenceChainMiner
-from neocorrag_core.eval.belief_methods import BeliefMethod, belief_output, controller
+from neocorrag_core.eval.belief_methods import BeliefMethod, controller
 from neocorrag_core.eval.belief_methods import method_version as belief_version
 from neocorrag_core.eval.evireform_methods import (
     EviReformMethod,
     config_version,
     loop_info,
+    mined_output,
     shared_loop,
 )
-from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
-from neocorrag_core.evireform.provenance import HOP_DEPTH, provenance_of
+from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput, SearchFn
+from neocorrag_core.evireform.provenance import HOP_DEPTH, provenance_metadata, provenance_of
 from neocorrag_core.pipeline import EvidencePipeline
 
 PROVENANCE_VERSION = f"provenance-1,hops{HOP_DEPTH}"
@@ -45,27 +46,12 @@ class RefinedEviReform(EviReformMethod):
         retrieved = [r.passage for r in result.passages]
         known = provenance_of(result) if self.provenance else {}
         mined = self.miner.mine(call.question, retrieved, provenance=known, diagnose=True)
-        timings = {**{f"evireform.{s}": v for s, v in result.timings.items()}, **mined.timings}
-        timings["total"] = result.timings.get("total", 0.0) + mined.timings.get("total", 0.0)
-        found_by = {r.passage.id: r.found_by for r in result.passages}
         info = loop_info(result, reused)
         info.update(
-            fallback=mined.fallback,
-            num_chains=len(mined.chains),
-            found_by=[found_by[p.id] for p in mined.passages],
             keep_reasons={k.passage.id: k.reason.value for k in mined.kept},
-            provenance={
-                pid: {"bridge": p.bridge, "evidence": p.evidence} for pid, p in known.items()
-            },
+            provenance={pid: provenance_metadata(p) for pid, p in known.items()},
         )
-        return MethodOutput(
-            passages=mined.passages,
-            chain_text=mined.chain_text,
-            prompt_tokens=result.prompt_tokens + mined.prompt_tokens,
-            generated_tokens=result.generated_tokens + mined.generated_tokens,
-            timings=timings,
-            info={**info, "reused": True},  # its cost is the loop's plus the mining's
-        )
+        return mined_output(result, mined, info)
 
 
 class ComposedBelief(BeliefMethod):
@@ -75,10 +61,9 @@ class ComposedBelief(BeliefMethod):
         super().__init__(name, controller)
         self.pipeline = pipeline
 
-    def refine(self, call: MethodInput) -> MethodOutput:
-        """One episode; each search is EviReform then the refiner over ``call.search``."""
-        result = self.controller.run(call.question, self.pipeline.search(call.search))
-        return belief_output(result, call, self.controller.calibrator.version)
+    def search(self, call: MethodInput) -> SearchFn:
+        """Each search is EviReform, then the refiner, over ``call.search``."""
+        return self.pipeline.search(call.search)
 
 
 def method_version(name: str, reader: str = "default", belief_overrides: Any = None) -> str:

@@ -70,7 +70,7 @@ class ReformulationTuning(Settings):
         selection_passages / max_passage_chars: passages shown in the selection prompt.
         prompt_context: ``"passages"`` (cut to ``max_passage_chars``) or ``"sentences"``
             (only the sentences that mention an entity of a candidate the passage supplied),
-            as ``MinerConfig.prompt_context``.
+            as ``MinerTuning.prompt_context``.
 
     Residual queries (stage c)
         relation_words: a bridge-entity query carries the question's relation words that
