@@ -20,7 +20,7 @@ from pathlib import Path
 
 from neocorrag_core.eval.metrics import paired_bootstrap
 
-RATES = ("recall", "chain", "f1")
+RATES = ("recall", "chain", "f1", "em", "hit")
 
 
 def load(run: str) -> dict[str, dict[str, dict]]:
@@ -46,6 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = {Path(r).name: load(r) for r in args.runs}
     methods = [m for m in next(iter(runs.values())) if m != "none"]
     pooled: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    pooled_tokens: dict[str, list[float]] = {}
     print(
         "| data | method | " + " | ".join(metrics) + " | reader tokens | own s (median) "
         "| retrieve s (median) |"
@@ -66,24 +67,34 @@ def main(argv: Sequence[str] | None = None) -> int:
                     zip(values, baseline, strict=True)
                 )
                 cells.append(_cell(metric, values, baseline, method))
-            tokens = statistics.fmean(rows[q].get("reader_prompt_tokens", 0) for q in qids)
+            tokens = [float(rows[q].get("reader_prompt_tokens") or 0) for q in qids]
+            pooled_tokens.setdefault(method, []).extend(tokens)
             own = statistics.median(own_seconds(rows[q]) for q in qids)
             retrieve = statistics.median(float(rows[q]["timings"].get("retrieve", 0)) for q in qids)
             print(
                 f"| {name} ({len(qids)}) | {method} | "
                 + " | ".join(cells)
-                + f" | {tokens:.0f} | {own:.3f} | {retrieve:.3f} |"
+                + f" | {_tokens(tokens)} | {own:.3f} | {retrieve:.3f} |"
             )
     print()
-    print("| pooled | method | " + " | ".join(metrics) + " |")
-    print("|---|---|" + "---:|" * len(metrics))
+    print("| pooled | method | " + " | ".join(metrics) + " | reader tokens (of none's) |")
+    print("|---|---|" + "---:|" * (len(metrics) + 1))
+    base_tokens = statistics.fmean(pooled_tokens.get("none") or [0.0])
     for method, by_metric in pooled.items():
         cells = []
         for metric in metrics:
             pairs = by_metric[metric]
             cells.append(_cell(metric, [a for a, _ in pairs], [b for _, b in pairs], method))
+        tokens = pooled_tokens.get(method) or [0.0]
+        share = f" ({statistics.fmean(tokens) / base_tokens:.0%})" if base_tokens else ""
+        cells.append(_tokens(tokens) + (share if method != "none" and any(tokens) else ""))
         print(f"| all ({len(by_metric[metrics[0]])}) | {method} | " + " | ".join(cells) + " |")
     return 0
+
+
+def _tokens(tokens: list[float]) -> str:
+    """Mean reader prompt tokens, or "-" when no reader ran (``--reader none``)."""
+    return f"{statistics.fmean(tokens):.0f}" if any(tokens) else "-"
 
 
 def _cell(metric: str, values: list[float], baseline: list[float], method: str) -> str:

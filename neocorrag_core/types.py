@@ -72,8 +72,9 @@ class Provenance:
     """
 
     bridge: str = ""
-    """The bridge entity of the residual query that found it among its top results (""
-    when no residual query did)."""
+    """The bridge entity of the residual query that returned it first, when it is that
+    entity's page (:func:`~neocorrag_core.evireform.provenance.names_bridge`; "" when no
+    residual query found it so)."""
     evidence: bool = False
     """It holds a fact the reformulation selected as evidence for the question."""
 
@@ -133,8 +134,9 @@ class KeepReason(str, Enum):
     """Lower-ranked and in no chosen chain, but linked to the best-ranked or a
     query-entity passage (a shared entity, or that passage names its topic)."""
     FOUND_HOP = "found_hop"
-    """Lower-ranked and linked by no rule above, but searched for on purpose: a top result
-    of a residual query for a bridge entity (EviReform's provenance, :class:`Provenance`)."""
+    """Lower-ranked and linked by no rule above, but searched for on purpose: the first
+    result of a residual query for a bridge entity, when it is that entity's page
+    (EviReform's provenance, :class:`Provenance`)."""
     EVIDENCE = "evidence"
     """Lower-ranked and linked by no rule above, but holding a fact EviReform selected as
     evidence for the question (its provenance, :class:`Provenance`)."""

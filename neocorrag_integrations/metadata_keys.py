@@ -93,10 +93,11 @@ RESIDUAL_QUERIES = "neocorrag_residual_queries"
 EVIREFORM_EVIDENCE = "neocorrag_evireform_evidence"
 """The propositions selected as evidence (the same on each document of one call)."""
 PROVENANCE = PROVENANCE_KEY
-"""Only on a document a residual query found on purpose for a bridge entity, or that holds
-a selected evidence fact: ``{"bridge": str, "evidence": bool}``. A NeocorRAG compressor or
-postprocessor after the retriever reads it and keeps such a document even when nothing
-links it to the others (kept reason ``"found_hop"`` or ``"evidence"``)."""
+"""Only on a document a residual query found on purpose (its first result, the bridge
+entity's page), or that holds a selected evidence fact: ``{"bridge": str, "evidence":
+bool}``. A NeocorRAG compressor or postprocessor after the retriever reads it and keeps
+such a document even when nothing links it to the others (kept reason ``"found_hop"`` or
+``"evidence"``)."""
 
 REFORMULATION_KEYS = (
     EVIREFORM_RANK,

@@ -25,7 +25,7 @@ from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
 from neocorrag_core.evireform.provenance import HOP_DEPTH, provenance_metadata, provenance_of
 from neocorrag_core.pipeline import EvidencePipeline
 
-PROVENANCE_VERSION = f"provenance-1,hops{HOP_DEPTH}"
+PROVENANCE_VERSION = f"provenance-2,hops{HOP_DEPTH}"
 """Bumped when what the refiner is told about EviReform's passages changes."""
 
 

@@ -21,6 +21,7 @@ from neocorrag_core.chains.links import PassageLinks
 from neocorrag_core.evireform import EvidenceReformulator, ReformulationConfig
 from neocorrag_core.evireform.provenance import (
     PROVENANCE_KEY,
+    names_bridge,
     provenance_in_metadata,
     provenance_of,
 )
@@ -97,6 +98,30 @@ def test_provenance_names_the_hop_a_residual_query_found():
     assert "d2" in {r.passage.id for r in result.passages}
     assert found["d2"].bridge == "Jane Roe"
     assert set(found) <= {r.passage.id for r in result.passages}
+
+
+def test_a_first_result_counts_as_found_only_when_it_is_the_bridge_entitys_page():
+    assert names_bridge(Passage("a", "Fort Davis is a town.", "Fort Davis, Texas"), "Texas")
+    assert names_bridge(Passage("a", "x", "Jane Roe (director)"), "jane roe")
+    assert not names_bridge(Passage("a", "Jane Roe was born in Oslo.", "Oslo"), "Jane Roe")
+    assert not names_bridge(Passage("a", "x", "Roeland"), "Roe")  # not inside a word
+    # Without a title, the first sentence names the page's subject.
+    assert names_bridge(Passage("a", "Jane Roe is a director. She lives in Oslo."), "Jane Roe")
+    assert not names_bridge(Passage("a", "Oslo is a city. Jane Roe lives there."), "Jane Roe")
+    assert not names_bridge(Passage("a", "x", "Jane Roe"), "  ")
+
+    def retitled(query: str, k: int) -> list[Passage]:
+        return [
+            Passage(p.id, p.text, "Directors of Norway", metadata=p.metadata) if p.id == "d2" else p
+            for p in search(query, k)
+        ]
+
+    engine = EvidenceReformulator(
+        ReformulationConfig(**BRIDGE_NO_LM), embedder=resolve_embedder(HashedBagOfWords())
+    )
+    result = engine.retrieve(BRIDGE_QUESTION, retitled, k=3)
+    assert "d2" in {r.passage.id for r in result.passages}
+    assert provenance_of(result).get("d2", Provenance()).bridge == ""
 
 
 def test_provenance_in_metadata_reads_what_is_well_formed_and_ignores_the_rest():
