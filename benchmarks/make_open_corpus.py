@@ -19,7 +19,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from neocorrag_core.eval.datasets import load_qa
+from neocorrag_core.eval.datasets import QAExample, load_qa
+from neocorrag_core.eval.retrieval import pooled_corpus
 
 
 def qa_files(sources: Sequence[Path]) -> list[Path]:
@@ -34,21 +35,15 @@ def qa_files(sources: Sequence[Path]) -> list[Path]:
 
 
 def pooled_passages(sources: Sequence[Path]) -> list[dict[str, str]]:
-    """The unique passages of the QA files in ``sources``, first seen first."""
-    seen: set[str] = set()
-    out: list[dict[str, str]] = []
+    """The unique passages of the QA files in ``sources``, first seen first (the eval's
+    :func:`~neocorrag_core.eval.retrieval.pooled_corpus` over every file's questions)."""
+    examples: list[QAExample] = []
     for path in qa_files(sources):
         try:
-            examples, _ = load_qa(path)
+            examples.extend(load_qa(path)[0])
         except ValueError as error:
             print(f"skipped {path}: {error}")
-            continue
-        for example in examples:
-            for passage in example.passages:
-                if passage.id not in seen:
-                    seen.add(passage.id)
-                    out.append({"title": passage.title, "text": passage.text})
-    return out
+    return [{"title": p.title, "text": p.text} for p in pooled_corpus(examples)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

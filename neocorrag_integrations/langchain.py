@@ -295,6 +295,8 @@ class EvidencePipelineRetriever(BaseRetriever):
         """
         engine: dict[str, Any] = {"embedder": embedder, "lm": lm, "triple_source": triple_source}
         compressor = NeocorRAGCompressor(keep=keep, miner_config=miner_config, **engine)
+        # ``models`` is a keyword of ``ReformulationSettings.__init__``, not a field: mypy's
+        # pydantic signature does not list it, so it goes in by keyword expansion.
         shared: dict[str, Any] = {"models": compressor}
         reformulation = EvidenceReformulationRetriever(
             retriever=retriever, k=k, config=config or {}, **shared
