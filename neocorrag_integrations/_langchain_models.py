@@ -20,11 +20,9 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import merge_configs
 
-from neocorrag_core.errors import ConfigError
-from neocorrag_core.lm.chat import ChatModel, ChatReply, Messages, is_local_lm_spec, text_reply
-from neocorrag_core.models.errors import framework_of
+from neocorrag_core.lm.chat import ChatModel, ChatReply, Messages, text_reply
 
-from ._models import FrameworkChatModel, is_our_embeddings, reported_count
+from ._models import FrameworkChatModel, check_wrappable, is_our_embeddings, reported_count
 
 _ROLES = {"system": "system", "user": "human", "assistant": "ai"}
 
@@ -117,21 +115,16 @@ def as_chat_model(llm: Any) -> ChatModel:
     """
     if isinstance(llm, ChatModel):
         return llm
-    if is_local_lm_spec(llm):
-        raise ConfigError(
-            f"as_chat_model wraps a LangChain chat model; {llm!r} is a local LM spec: pass it "
-            "to the core as it is"
-        )
-    if framework_of(llm) == "LlamaIndex":
-        raise ConfigError(
-            f"{type(llm).__name__} is a LlamaIndex LLM: wrap it with "
-            "neocorrag_integrations.llama_index.as_chat_model"
-        )
-    if not callable(getattr(llm, "invoke", None)):
-        raise ConfigError(
-            f"as_chat_model: {type(llm).__name__} is not a LangChain chat model (it has no "
-            "invoke); pass a chat model such as ChatOpenAI(...)"
-        )
+    check_wrappable(
+        llm,
+        function="as_chat_model",
+        kind="a LangChain chat model",
+        method="invoke",
+        suggestion="a chat model such as ChatOpenAI(...)",
+        other="LlamaIndex",
+        other_kind="a LlamaIndex LLM",
+        local_spec=True,
+    )
     return LangChainChatModel(llm)
 
 
@@ -147,16 +140,16 @@ def as_embedder(embeddings: Any) -> Any:
     """
     if is_our_embeddings(embeddings):
         return embeddings
-    if framework_of(embeddings) == "LlamaIndex":
-        raise ConfigError(
-            f"{type(embeddings).__name__} is a LlamaIndex embedding: wrap it with "
-            "neocorrag_integrations.llama_index.as_embedder"
-        )
-    if isinstance(embeddings, type) or not callable(getattr(embeddings, "embed_documents", None)):
-        raise ConfigError(
-            f"as_embedder: {type(embeddings).__name__} is not a LangChain Embeddings object "
-            "(it has no embed_documents); pass an instance such as HuggingFaceEmbeddings(...)"
-        )
+    check_wrappable(
+        embeddings,
+        function="as_embedder",
+        kind="a LangChain Embeddings object",
+        method="embed_documents",
+        suggestion="an instance such as HuggingFaceEmbeddings(...)",
+        other="LlamaIndex",
+        other_kind="a LlamaIndex embedding",
+        classes=True,
+    )
     return EmbedDocuments(embeddings)
 
 

@@ -21,11 +21,9 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.base import BaseLLM
 
-from neocorrag_core.errors import ConfigError
-from neocorrag_core.lm.chat import ChatModel, ChatReply, Messages, is_local_lm_spec, text_reply
-from neocorrag_core.models.errors import framework_of
+from neocorrag_core.lm.chat import ChatModel, ChatReply, Messages, text_reply
 
-from ._models import FrameworkChatModel, is_our_embeddings, reported_count
+from ._models import FrameworkChatModel, check_wrappable, is_our_embeddings, reported_count
 
 
 def messages_as_text(messages: Messages) -> str:
@@ -97,21 +95,16 @@ def as_chat_model(llm: Any) -> ChatModel:
     """
     if isinstance(llm, ChatModel):
         return llm
-    if is_local_lm_spec(llm):
-        raise ConfigError(
-            f"as_chat_model wraps a LlamaIndex LLM; {llm!r} is a local LM spec: pass it to "
-            "the core as it is"
-        )
-    if framework_of(llm) == "LangChain":
-        raise ConfigError(
-            f"{type(llm).__name__} is a LangChain object: wrap it with "
-            "neocorrag_integrations.langchain.as_chat_model"
-        )
-    if not callable(getattr(llm, "complete", None)):
-        raise ConfigError(
-            f"as_chat_model: {type(llm).__name__} is not a LlamaIndex LLM (it has no "
-            "complete); pass an LLM such as OpenAI(...)"
-        )
+    check_wrappable(
+        llm,
+        function="as_chat_model",
+        kind="a LlamaIndex LLM",
+        method="complete",
+        suggestion="an LLM such as OpenAI(...)",
+        other="LangChain",
+        other_kind="a LangChain object",
+        local_spec=True,
+    )
     return LlamaIndexChatModel(llm)
 
 
@@ -127,17 +120,16 @@ def as_embedder(embed_model: Any) -> Any:
     """
     if is_our_embeddings(embed_model):
         return embed_model
-    if framework_of(embed_model) == "LangChain":
-        raise ConfigError(
-            f"{type(embed_model).__name__} is a LangChain object: wrap it with "
-            "neocorrag_integrations.langchain.as_embedder"
-        )
-    batch = getattr(embed_model, "get_text_embedding_batch", None)
-    if isinstance(embed_model, type) or not callable(batch):
-        raise ConfigError(
-            f"as_embedder: {type(embed_model).__name__} is not a LlamaIndex embedding (it has "
-            "no get_text_embedding_batch); pass an instance such as HuggingFaceEmbedding(...)"
-        )
+    check_wrappable(
+        embed_model,
+        function="as_embedder",
+        kind="a LlamaIndex embedding",
+        method="get_text_embedding_batch",
+        suggestion="an instance such as HuggingFaceEmbedding(...)",
+        other="LangChain",
+        other_kind="a LangChain object",
+        classes=True,
+    )
     return TextEmbeddingBatch(embed_model)
 
 

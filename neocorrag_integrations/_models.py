@@ -9,7 +9,8 @@ checks against its real classes; :mod:`neocorrag_integrations._translate` applie
 what the adapters receive. Here is what both translations share:
 :class:`FrameworkChatModel` (the framework's structured output for the schema where it
 offers one, built once per schema; its text answer otherwise, or when the structured call
-fails or returns nothing), the model's name in store keys, and reported token counts.
+fails or returns nothing), the model's name in store keys, reported token counts, and what
+``as_chat_model`` / ``as_embedder`` refuse (:func:`check_wrappable`).
 
 Imports neither framework.
 """
@@ -20,7 +21,9 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Any
 
-from neocorrag_core.lm.chat import ChatReply, Messages, structured_reply
+from neocorrag_core.errors import ConfigError
+from neocorrag_core.lm.chat import ChatReply, Messages, is_local_lm_spec, structured_reply
+from neocorrag_core.models.errors import framework_of
 
 logger = logging.getLogger(__name__)
 
@@ -132,8 +135,45 @@ def is_our_embeddings(value: Any) -> bool:
     return callable(getattr(value, "text_embedder", None)) and not isinstance(value, type)
 
 
+_MODULES = {"LangChain": "langchain", "LlamaIndex": "llama_index"}
+
+
+def check_wrappable(
+    value: Any,
+    *,
+    function: str,
+    kind: str,
+    method: str,
+    suggestion: str,
+    other: str,
+    other_kind: str,
+    local_spec: bool = False,
+    classes: bool = False,
+) -> None:
+    """What one framework's ``as_chat_model`` / ``as_embedder`` (``function``) refuses, as a
+    :class:`~neocorrag_core.errors.ConfigError` that says what to pass: a local LM spec
+    (``local_spec``: it goes to the core as it is), an object of the ``other`` framework
+    (``other_kind``, wrapped by that framework's ``function``), a class (``classes``) or an
+    object without a callable ``method`` (not ``kind``; pass ``suggestion``)."""
+    if local_spec and is_local_lm_spec(value):
+        raise ConfigError(
+            f"{function} wraps {kind}; {value!r} is a local LM spec: pass it to the core as it is"
+        )
+    if framework_of(value) == other:
+        raise ConfigError(
+            f"{type(value).__name__} is {other_kind}: wrap it with "
+            f"neocorrag_integrations.{_MODULES[other]}.{function}"
+        )
+    if (classes and isinstance(value, type)) or not callable(getattr(value, method, None)):
+        raise ConfigError(
+            f"{function}: {type(value).__name__} is not {kind} (it has no {method}); "
+            f"pass {suggestion}"
+        )
+
+
 __all__ = [
     "FrameworkChatModel",
+    "check_wrappable",
     "is_our_embeddings",
     "model_name_of",
     "reported_count",
