@@ -12,6 +12,10 @@ versions of the code (or on a cold and a warm store) and compare:
         --out /tmp/before.json                 # /tmp/base: a worktree of the old commit
     python benchmarks/same_outputs.py --compare /tmp/before.json /tmp/after-warm.json
 
+``--pipeline`` runs the composed pipeline instead (``EvidencePipeline``: EviReform, then the
+refiner, on the same engine) over a dense search of each file's pooled passages, and writes
+EviReform's queries and top-k with the refined passages.
+
 Only the public API is used, so the script runs on older versions too. ``--compare`` exits
 1 and lists the questions that differ, else prints how many questions matched.
 """
@@ -67,13 +71,53 @@ def run(store: str, k: int, limit: int | None) -> dict[str, dict[str, object]]:
     return out
 
 
+def run_pipeline(store: str, k: int, limit: int | None) -> dict[str, dict[str, object]]:
+    from neocorrag_core import EvidenceChainMiner, MinerConfig
+    from neocorrag_core.eval.datasets import load_qa
+    from neocorrag_core.eval.retrieval import Retriever
+    from neocorrag_core.eval.splits import in_split
+    from neocorrag_core.models import resolve_embedder
+    from neocorrag_core.pipeline import EvidencePipeline
+    from neocorrag_core.triples import DefaultTripleSource
+
+    embedder = resolve_embedder(None)
+    miner = EvidenceChainMiner(
+        MinerConfig(), embedder=embedder, triple_source=DefaultTripleSource(store=store)
+    )
+    pipeline = EvidencePipeline(miner)
+    out: dict[str, dict[str, object]] = {}
+    for name, path in DEV_FILES.items():
+        examples, _ = load_qa(path)
+        pooled = list({p.id: p for e in examples for p in e.passages}.values())
+        retriever = Retriever("dense", embedder=embedder, pool="corpus", corpus=pooled)
+        examples = in_split(examples, "report")[:limit]
+        started = time.perf_counter()
+        for example in examples:
+            result = pipeline.retrieve(example.question, retriever.search_fn(example), k)
+            found = result.reformulation
+            out[f"{name}/{example.id}"] = {
+                "queries": [q.text for q in found.queries] if found else [],
+                "retrieved": [p.id for p in result.retrieved],
+                "kept": [
+                    [kp.passage.id, kp.reason.value, kp.passage.text]
+                    for kp in (result.mining.kept if result.mining else [])
+                ],
+                "chains": [c.text for c in result.mining.chains] if result.mining else [],
+            }
+        print(
+            f"{name}: {len(examples)} questions in {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
+    return out
+
+
 def compare(before: Path, after: Path) -> int:
     a = json.loads(before.read_text(encoding="utf-8"))
     b = json.loads(after.read_text(encoding="utf-8"))
     differ = [q for q in sorted(set(a) | set(b)) if a.get(q) != b.get(q)]
     for qid in differ:
         print(f"differs: {qid}")
-        for field in ("kept", "chains", "fallback", "candidates"):
+        for field in ("queries", "retrieved", "kept", "chains", "fallback", "candidates"):
             x = (a.get(qid) or {}).get(field)
             y = (b.get(qid) or {}).get(field)
             if x != y:
@@ -89,12 +133,15 @@ def main() -> int:
     parser.add_argument("--k", type=int, default=5, help="passages retrieved per question")
     parser.add_argument("--limit", type=int, default=None, help="questions per file")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
+    parser.add_argument(
+        "--pipeline", action="store_true", help="the composed pipeline over each file's pool"
+    )
     args = parser.parse_args()
     if args.compare:
         return compare(*args.compare)
     if not args.store or not args.out:
         parser.error("--store and --out are needed to run (or --compare A B)")
-    outputs = run(args.store, args.k, args.limit)
+    outputs = (run_pipeline if args.pipeline else run)(args.store, args.k, args.limit)
     args.out.write_text(json.dumps(outputs, indent=1, ensure_ascii=False), encoding="utf-8")
     print(f"{len(outputs)} questions written to {args.out}", file=sys.stderr)
     return 0

@@ -13,13 +13,16 @@ later call (or ``neocorrag index``) can still do that work.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from neocorrag_core.types import Triple
+from neocorrag_core.types import Passage, Triple
 from neocorrag_core.validation import check_int
+
+MAX_TITLE_CHARS = 1000
+"""Characters of a title the matching rules and the extractors read (its beginning)."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,11 @@ class WorkLimits:
             passage's beginning).
         max_extract_chars_per_call: characters extracted at query time over one call; the
             passages past it get no triples this call (they are not stored as empty).
+        max_documents: documents one call reads, in rank order; the lower-ranked ones
+            are not read (the miner drops them, unread, and keeps the top-ranked as
+            always). It also bounds the link rules' passage pairs (its square).
+        max_title_chars: characters of each title the matching rules read (the title's
+            beginning); the documents handed back keep their whole title.
     """
 
     max_triples_per_passage: int = 300
@@ -44,6 +52,8 @@ class WorkLimits:
     max_new_texts: int = 2500
     max_extract_chars: int = 20_000
     max_extract_chars_per_call: int = 100_000
+    max_documents: int = 50
+    max_title_chars: int = MAX_TITLE_CHARS
 
     def __post_init__(self) -> None:
         for name in (
@@ -52,6 +62,8 @@ class WorkLimits:
             "max_new_texts",
             "max_extract_chars",
             "max_extract_chars_per_call",
+            "max_documents",
+            "max_title_chars",
         ):
             check_int("WorkLimits", name, getattr(self, name), minimum=1)
 
@@ -120,6 +132,49 @@ def cap_triples(per_passage: Sequence[Sequence[Triple]], limits: WorkLimits) -> 
     return out
 
 
+def cap_documents(passages: Sequence[Passage], limits: WorkLimits) -> list[Passage]:
+    """The first :attr:`WorkLimits.max_documents` of ``passages`` (rank order); records a
+    note when the cap binds."""
+    if len(passages) <= limits.max_documents:
+        return list(passages)
+    note(
+        f"work cap: {len(passages) - limits.max_documents} lowest-ranked document(s) past "
+        f"{limits.max_documents} per call were not read (WorkLimits.max_documents)"
+    )
+    return list(passages[: limits.max_documents])
+
+
+def cap_titles(passages: Sequence[Passage], limits: WorkLimits) -> list[Passage]:
+    """``passages`` as the matching rules read them: a title longer than
+    :attr:`WorkLimits.max_title_chars` is cut to its beginning (a copy of that passage;
+    the others are the same objects). Records a note when the cap binds. The triple
+    store's keys and what a caller gets back use the whole title: see
+    :func:`whole_titles`."""
+    cap = limits.max_title_chars
+    long = sum(len(p.title) > cap for p in passages)
+    if not long:
+        return list(passages)
+    note(
+        f"work cap: {long} title(s) longer than {cap} characters were matched on their "
+        f"first {cap} (WorkLimits.max_title_chars)"
+    )
+    return [replace(p, title=p.title[:cap]) if len(p.title) > cap else p for p in passages]
+
+
+def whole_titles(passages: Sequence[Passage], originals: Mapping[str, Passage]) -> list[Passage]:
+    """``passages`` as their callers gave them (``originals``: passage id -> the passage as
+    given) where :func:`cap_titles` cut their titles: the given passage itself, or, for a
+    passage whose text a later stage cut too, that passage with the whole title. Other
+    passages are returned as they are."""
+    out = []
+    for passage in passages:
+        given = originals.get(passage.id)
+        if given is not None and given.title != passage.title:
+            passage = given if given.text == passage.text else replace(passage, title=given.title)
+        out.append(passage)
+    return out
+
+
 def within_new_texts(
     per_passage: Sequence[Sequence[Triple]],
     missing: set[str],
@@ -155,10 +210,14 @@ def within_new_texts(
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "MAX_TITLE_CHARS",
     "WorkLimits",
+    "cap_documents",
+    "cap_titles",
     "cap_triples",
     "check_limits",
     "collecting_notes",
     "note",
+    "whole_titles",
     "within_new_texts",
 ]

@@ -9,7 +9,12 @@ search broke and no loop continues on half a result.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, field
 from typing import Any
 
 from neocorrag_core.errors import RetrievalError
@@ -79,12 +84,94 @@ async def gather_all_or_cancel(calls: list[Awaitable[list[Passage]]]) -> list[li
         raise
 
 
+@dataclass
+class SearchRound:
+    """The results of one round of searches, in request order; a search that did not
+    answer by the deadline has ``[]`` and its query is in ``timed_out``."""
+
+    results: list[list[Passage]]
+    timed_out: list[str] = field(default_factory=list)
+
+
+def run_searches(
+    search: SearchFn, requests: Sequence[tuple[str, int]], deadline: float | None = None
+) -> SearchRound:
+    """``call_search`` for each ``(query, k)`` of one round, concurrently in worker threads
+    (each in a copy of the caller's context), as the async driver awaits them.
+
+    ``deadline`` (a :func:`time.monotonic` time; ``None``: wait for all): a search still
+    running then is given up, its result ``[]``; Python cannot stop a thread, so it runs to
+    its end in the background and what it returns is discarded. The first failed search,
+    in request order, raises its :class:`RetrievalError` once the round has ended.
+    A single search with no deadline runs in the calling thread.
+    """
+    if len(requests) == 1 and deadline is None:
+        query, k = requests[0]
+        return SearchRound([call_search(search, query, k)])
+    pool = ThreadPoolExecutor(max_workers=max(1, len(requests)), thread_name_prefix="search")
+    try:
+        futures: list[Future[list[Passage]]] = [
+            pool.submit(contextvars.copy_context().run, call_search, search, query, k)
+            for query, k in requests
+        ]
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        wait_futures(futures, timeout=timeout)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return _round_of(requests, futures)
+
+
+async def arun_searches(
+    search: AsyncSearchFn, requests: Sequence[tuple[str, int]], deadline: float | None = None
+) -> SearchRound:
+    """Async :func:`run_searches`: the searches run concurrently as tasks; those still
+    running at ``deadline`` are cancelled. The first failure cancels the rest and raises."""
+    tasks = [asyncio.ensure_future(acall_search(search, query, k)) for query, k in requests]
+    try:
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_EXCEPTION)
+        failed = [t for t in tasks if t.done() and not t.cancelled() and t.exception()]
+        if failed:
+            raise failed[0].exception()  # type: ignore[misc]
+    finally:
+        await _cancel_all(tasks)  # those still running at the deadline, or after a failure
+    return _round_of(requests, tasks)
+
+
+async def _cancel_all(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _round_of(
+    requests: Sequence[tuple[str, int]],
+    futures: Sequence[Future[list[Passage]] | asyncio.Future[list[Passage]]],
+) -> SearchRound:
+    """The round's results from finished futures (in request order); raises the first
+    failure; a future not done (or cancelled at the deadline) counts as timed out."""
+    out = SearchRound([])
+    for (query, _), future in zip(requests, futures, strict=True):
+        if not future.done() or future.cancelled():
+            out.results.append([])
+            out.timed_out.append(query)
+            continue
+        error = future.exception()
+        if error is not None:
+            raise error
+        out.results.append(future.result())
+    return out
+
+
 __all__ = [
     "AsyncSearchFn",
     "SearchFn",
+    "SearchRound",
     "acall_search",
+    "arun_searches",
     "call_search",
     "check_results",
     "gather_all_or_cancel",
+    "run_searches",
     "search_error",
 ]

@@ -11,6 +11,7 @@ metadata. Imports pydantic but neither framework.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -37,6 +38,7 @@ from ._common import (
 from ._translate import engine_embedder
 from .metadata_keys import (
     EVIREFORM_EVIDENCE,
+    EVIREFORM_NOTES,
     EVIREFORM_RANK,
     EVIREFORM_SCORE,
     FOUND_BY_KIND,
@@ -65,7 +67,8 @@ class ReformulationCall(Generic[T]):
     objects. A title and text seen before under another id keep the first id (LlamaIndex
     gives a node without an id a random one on every retrieval); a *different* text under
     an id seen before gets ``<id>#<digest>``. One instance per call (calls stay thread-safe);
-    the async driver registers results on the event loop's thread only.
+    a round's searches fetch concurrently (worker threads for a sync retriever, tasks for an
+    async one) and register what they found one at a time, in the order they finish.
     """
 
     def __init__(self, read: Reader) -> None:
@@ -74,6 +77,7 @@ class ReformulationCall(Generic[T]):
         self._by_query: dict[tuple[str, str], T] = {}
         self._first_id: dict[str, str] = {}  # content fingerprint -> the id it came with first
         self._fingerprints: dict[str, str] = {}
+        self._lock = threading.Lock()
 
     def search_with(
         self, fetch: Callable[[str], Sequence[T]]
@@ -94,14 +98,16 @@ class ReformulationCall(Generic[T]):
     def register(self, documents: Sequence[T], query: str = "") -> list[Passage]:
         """Passages for ``documents`` (in order), remembering the originals (and which
         ``query`` returned each)."""
+        read = [read_fields(i, self._read(i, original)) for i, original in enumerate(documents)]
         passages = []
-        for i, original in enumerate(documents):
-            fields = read_fields(i, self._read(i, original))
-            title = fields[2].get("title")
-            pid = self._passage_id(fields[0], fields[1], title if isinstance(title, str) else "")
-            self._originals.setdefault(pid, original)
-            self._by_query.setdefault((query, pid), original)
-            passages.append(passage(pid, fields))
+        with self._lock:
+            for original, fields in zip(documents, read, strict=True):
+                title = fields[2].get("title")
+                title = title if isinstance(title, str) else ""
+                pid = self._passage_id(fields[0], fields[1], title)
+                self._originals.setdefault(pid, original)
+                self._by_query.setdefault((query, pid), original)
+                passages.append(passage(pid, fields))
         return passages
 
     def _passage_id(self, doc_id: Any, text: str, title: str) -> str:
@@ -144,6 +150,8 @@ class ReformulationCall(Generic[T]):
             }
             if pid in provenance:  # read back by a refiner later in the pipeline
                 metadata[PROVENANCE] = provenance_metadata(provenance[pid])
+            if result.notes:
+                metadata[EVIREFORM_NOTES] = list(result.notes)
             original = self._by_query.get((found.text, pid), self._originals[pid])
             out.append(copy(original, float(ranked.score), metadata))
         return out

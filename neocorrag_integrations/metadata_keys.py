@@ -99,6 +99,11 @@ bool}``. A NeocorRAG compressor or postprocessor after the retriever reads it an
 such a document even when nothing links it to the others (kept reason ``"found_hop"`` or
 ``"evidence"``)."""
 
+EVIREFORM_NOTES = "neocorrag_evireform_notes"
+"""Only when EviReform noted something about the call (the same on each document of it):
+residual searches given up at ``search_timeout``, queries past ``max_searches``, a work
+cap that bound (``WorkLimits``), an LM step skipped for its budget."""
+
 REFORMULATION_KEYS = (
     EVIREFORM_RANK,
     EVIREFORM_SCORE,
@@ -109,9 +114,9 @@ REFORMULATION_KEYS = (
     EVIREFORM_EVIDENCE,
 )
 """Every metadata key the reformulating retrievers add to every document (and
-:data:`PROVENANCE`, to some)."""
+:data:`PROVENANCE` to some, :data:`EVIREFORM_NOTES` to those of a call with notes)."""
 
-ALL_KEYS = (*REFINEMENT_KEYS, *REFORMULATION_KEYS, PROVENANCE)
+ALL_KEYS = (*REFINEMENT_KEYS, *REFORMULATION_KEYS, PROVENANCE, EVIREFORM_NOTES)
 """Every key any adapter writes; all start with ``neocorrag_``."""
 
 
@@ -138,6 +143,7 @@ __all__ = [
     "DROPPED_IDS",
     "DROPPED_RANKS",
     "EVIREFORM_EVIDENCE",
+    "EVIREFORM_NOTES",
     "EVIREFORM_RANK",
     "EVIREFORM_SCORE",
     "FALLBACK",

@@ -24,7 +24,6 @@ triples the miner already has: no model call.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -80,10 +79,26 @@ def passage_topic(passage: Passage, triples: Sequence[Triple]) -> str:
 
 
 def mentions(text: str, name: str) -> bool:
-    """Whether normalized ``text`` names ``name`` as a whole phrase (not inside a word)."""
+    r"""Whether normalized ``text`` names ``name`` as a whole phrase (not inside a word).
+
+    What ``(?<!\w)name(?!\w)`` matches, by substring search: no pattern is compiled from
+    ``name`` (a title of a megabyte would be parsed into one on every call)."""
     if len(name) < _MIN_TOPIC_CHARS:
         return False
-    return re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text) is not None
+    start = text.find(name)
+    while start >= 0:
+        end = start + len(name)
+        if (start == 0 or not _is_word(text[start - 1])) and (
+            end == len(text) or not _is_word(text[end])
+        ):
+            return True
+        start = text.find(name, start + 1)
+    return False
+
+
+def _is_word(char: str) -> bool:
+    r"""Whether ``char`` is a regex word character (``\w``: alphanumeric or ``_``)."""
+    return char.isalnum() or char == "_"
 
 
 def is_name(entity: str) -> bool:

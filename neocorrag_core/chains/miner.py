@@ -26,9 +26,12 @@ from neocorrag_core.chains.query_entities import QueryEntityExtractor
 from neocorrag_core.errors import InputError, StoreError
 from neocorrag_core.limits import (
     WorkLimits,
+    cap_documents,
+    cap_titles,
     cap_triples,
     check_limits,
     collecting_notes,
+    whole_titles,
     within_new_texts,
 )
 from neocorrag_core.lm.generation import text_token_ids
@@ -44,7 +47,14 @@ from neocorrag_core.triples import TripleSource
 from neocorrag_core.triples.base import triples_per_passage
 from neocorrag_core.triples.precomputed import triple_source_or_default, vector_cache_of
 from neocorrag_core.triples.vectors import graph_texts, triple_texts
-from neocorrag_core.types import EvidenceChain, MiningResult, Passage, Provenance, Triple
+from neocorrag_core.types import (
+    DroppedPassage,
+    EvidenceChain,
+    MiningResult,
+    Passage,
+    Provenance,
+    Triple,
+)
 from neocorrag_core.validation import clean_text
 
 logger = logging.getLogger(__name__)
@@ -202,9 +212,9 @@ class EvidenceChainMiner:
         tuning = tuning or self.tuning
         # The work caps that bound (WorkLimits) are noted; entity keys are memoised per call.
         with collecting_notes() as capped, normalization_memo():
-            result = self._mine(
-                query, passages, config, tuning, timings, diagnose, provenance or {}
-            )
+            read = cap_documents(passages, self.limits)
+            result = self._mine(query, read, config, tuning, timings, diagnose, provenance or {})
+        _hand_back_whole(result, passages, len(read))
         if capped:
             result.notes = [*capped, *(n for n in result.notes if n not in capped)]
         timings["total"] = time.perf_counter() - started
@@ -237,6 +247,8 @@ class EvidenceChainMiner:
             )
             missing = self.embedder.missing(graph_texts(per_passage), cache=self.vectors)
             per_passage = within_new_texts(per_passage, missing, self.limits, triple_texts)
+        # Past the store lookup (keyed on the whole title), the rules match a bounded title.
+        passages = cap_titles(passages, self.limits)
         with timed(timings, "graph"):
             graph = EvidenceGraph.from_triples(t for ts in per_passage for t in ts)
         if not graph.triples:
@@ -433,6 +445,26 @@ class EvidenceChainMiner:
                 )
         chains = [replace(candidates[c.index], lm_logprob=c.logprob) for c in output.choices]
         return chains, output.prompt_tokens, output.generated_tokens
+
+
+def _hand_back_whole(result: MiningResult, passages: Sequence[Passage], read: int) -> None:
+    """``result`` as the caller gave its passages: whole titles where
+    :func:`~neocorrag_core.limits.cap_titles` cut them, and the documents past
+    ``WorkLimits.max_documents`` (the first ``read`` were read) dropped, unread."""
+    given = {p.id: p for p in passages[:read]}
+    kept = whole_titles([k.passage for k in result.kept], given)
+    result.kept = [
+        k if p is k.passage else replace(k, passage=p)
+        for k, p in zip(result.kept, kept, strict=True)
+    ]
+    dropped = whole_titles([d.passage for d in result.dropped], given)
+    result.dropped = [
+        d if p is d.passage else replace(d, passage=p)
+        for d, p in zip(result.dropped, dropped, strict=True)
+    ]
+    result.dropped += [
+        DroppedPassage(p, rank) for rank, p in enumerate(passages[read:], start=read + 1)
+    ]
 
 
 def _validate_inputs(query: str, passages: Sequence[Passage]) -> str:

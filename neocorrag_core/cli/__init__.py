@@ -1,5 +1,6 @@
 """The ``neocorrag`` command: ``app.py`` (demo, doctor, eval and the parser), ``index.py``
-(``neocorrag index``) and ``store.py`` (``neocorrag store``)."""
+(``neocorrag index``), ``store.py`` (``neocorrag store``) and ``failures.py`` (the one line
+an error prints, and a quiet end when the output pipe closes early)."""
 
 from neocorrag_core.cli.app import main
 

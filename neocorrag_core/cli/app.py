@@ -8,7 +8,10 @@
 * ``neocorrag --version``.
 
 Errors the user can fix (bad input, a missing extra, a missing file, an unusable store:
-every :class:`~neocorrag_core.errors.NeocorragError`) print one line and exit with status 2.
+every :class:`~neocorrag_core.errors.NeocorragError`, and OS errors such as a full disk,
+said with the file and the fix: :mod:`neocorrag_core.cli.failures`) print one line and exit
+with status 2. Output whose reader closed it early (``neocorrag store stats | head -1``)
+ends the command quietly, with status 0.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sqlite3
 import sys
 import textwrap
 import time
@@ -28,6 +32,7 @@ from typing import Any
 from neocorrag_core import __version__
 from neocorrag_core.chains.config import KEEP_MODES, MinerConfig
 from neocorrag_core.chains.miner import EvidenceChainMiner
+from neocorrag_core.cli.failures import error_line, quiet_stdout, watch_stdout
 from neocorrag_core.cli.index import add_index_parser, at_least_one
 from neocorrag_core.errors import NeocorragError
 from neocorrag_core.formats import DataFormatError, read_json_or_lines
@@ -514,6 +519,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_REPORTED = (NeocorragError, ImportError, OSError, ValueError, RuntimeError, sqlite3.Error)
+"""What ``main`` prints as one line and exit 2: neocorrag's errors, the built-in ones they
+also are, and OS and SQLite errors nothing below explained (a full disk)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``neocorrag`` console script."""
     parser = build_parser()
@@ -522,16 +532,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    try:
-        return int(args.func(args))
-    except (NeocorragError, ImportError, OSError, ValueError, RuntimeError) as exc:
-        # One line, whatever the message holds: the error is the fix to apply, not a trace.
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        print(
-            f"neocorrag {args.command}: error: {'; '.join(lines) or type(exc).__name__}",
-            file=sys.stderr,
-        )
-        return 2
+    with watch_stdout() as stdout:
+        try:
+            code = int(args.func(args))
+            sys.stdout.flush()  # a closed pipe or a full disk fails here, not at the exit
+            return code
+        except _REPORTED as exc:
+            out = stdout is not None and stdout.raised(exc)
+            if out:
+                quiet_stdout()  # what stdout still holds cannot be written: drop it
+                if isinstance(exc, BrokenPipeError):
+                    return 0  # its reader closed it (`| head -1`): it has what it wanted
+            # One line, whatever the message holds: the error is the fix to apply, not a trace.
+            line = error_line(args, exc, out=out)
+            print(f"neocorrag {args.command}: error: {line}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,6 +14,7 @@ import sys
 import time
 from typing import Any
 
+from neocorrag_core.cli.failures import OnOSError
 from neocorrag_core.errors import ConfigError
 from neocorrag_core.indexing import (
     DEFAULT_CHUNK_SIZE,
@@ -243,4 +244,10 @@ def add_index_parser(sub: Any) -> None:
     ix.add_argument("--limit", type=at_least_one, default=None, help="first N unique passages only")
     ix.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     ix.add_argument("-v", "--verbose", action="store_true", help="log what the extractor does")
-    ix.set_defaults(func=run_index)
+    ix.set_defaults(
+        func=run_index,
+        on_os_error=OnOSError(
+            "index {corpus} into the triple store {store}",
+            "what was indexed before the error is stored: run the same command again to resume",
+        ),
+    )

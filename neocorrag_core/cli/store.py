@@ -8,13 +8,18 @@
 * ``neocorrag store repair [--force] [--json]``: salvage what can be read from a damaged
   store into a new one, which takes its place; the damaged file is kept beside it;
 * ``neocorrag store export FILE [--extractor ID@VERSION]``: JSON lines (``-`` for stdout);
-* ``neocorrag store import FILE [--allow-truncated]``: add an export's entries (stored ones
-  are skipped); a file without its end marker is refused unless ``--allow-truncated``;
+* ``neocorrag store import FILE [--allow-truncated] [--no-verify]``: add an export's entries
+  (stored ones are skipped); a file without its end marker is refused unless
+  ``--allow-truncated``, and one whose lines do not match its checksum unless
+  ``--no-verify``;
 * ``neocorrag store delete (--id ID ... | --hash H ... | --ids-file F)``: remove documents.
 
 Every subcommand takes ``--store PATH`` (default: the default store). ``stats``, ``check``
 and ``export`` open the store read-only and never create it; errors are the
-:mod:`~neocorrag_core.errors` family, which the main CLI prints as one line (exit 2).
+:mod:`~neocorrag_core.errors` family, which the main CLI prints as one line (exit 2). Each
+subcommand also declares (:class:`~neocorrag_core.cli.failures.OnOSError`) what the main
+CLI says of an OS error nothing below explained: what it was doing on which file, the
+fix, and the state the store is left in.
 The checking and salvaging is :mod:`neocorrag_core.triples.store_repair`; this module
 only prints what it finds.
 """
@@ -23,10 +28,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
+from neocorrag_core.cli.failures import OnOSError
 from neocorrag_core.errors import InputError, StoreError
 from neocorrag_core.triples.store import (
     ExtractorKey,
@@ -34,7 +41,7 @@ from neocorrag_core.triples.store import (
     TripleStore,
     default_store_path,
 )
-from neocorrag_core.triples.store_jsonl import check_export_file, import_jsonl
+from neocorrag_core.triples.store_jsonl import ImportReport, check_export_file, import_jsonl
 from neocorrag_core.triples.store_repair import (
     MISSING,
     RepairReport,
@@ -79,6 +86,9 @@ def _human_bytes(size: int) -> str:
         value /= 1024
     return f"{size} B"  # pragma: no cover - the loop always returns
 
+
+_ONLY_READ = "the store was not modified (this command only reads it)"
+"""The store's state after an OS error in a subcommand that opens it read-only."""
 
 _UNUSABLE = ("damaged", "foreign", "schema")
 """:class:`StoreError` kinds that mean the file itself is wrong (not a busy or missing one)."""
@@ -258,23 +268,30 @@ def run_store_import(args: argparse.Namespace) -> int:
     or one cut short (no end marker, or fewer entries than it says), is refused before
     anything is written, unless ``--allow-truncated`` (then its entries are imported and
     stderr says the file was incomplete)."""
-    allow = bool(args.allow_truncated)
+    allow, verify = bool(args.allow_truncated), not args.no_verify
     if args.file != "-":
         # Checked before the store is opened: a failed import must not leave an empty store.
-        check_export_file(args.file, allow_truncated=allow)
+        check_export_file(args.file, allow_truncated=allow, verify=verify)
     # stdin is checked once the store is open (import_jsonl copies it to read it twice), so
-    # a store this import created is removed again when the stream is no complete export.
+    # a store this import created is removed again when the stream is no complete export,
+    # or when the import fails (a full disk) before anything is stored in it.
     created = not Path(args.store).expanduser().exists()
+    store: TripleStore | None = None
     try:
         with TripleStore(args.store) as store:
+            where = store.path
             if args.file == "-":
-                report = import_jsonl(store, sys.stdin, allow_truncated=allow)
+                report = import_jsonl(store, sys.stdin, allow_truncated=allow, verify=verify)
             else:
                 report = import_jsonl(
-                    store, args.file, show_progress=not args.quiet, allow_truncated=allow
+                    store,
+                    args.file,
+                    show_progress=not args.quiet,
+                    allow_truncated=allow,
+                    verify=verify,
                 )
-    except InputError:
-        if created:
+    except (InputError, OSError):
+        if created and _holds_nothing(store):
             _remove_store_files(Path(args.store).expanduser())
         raise
     skipped = f", {report.invalid} invalid line(s) skipped" if report.invalid else ""
@@ -287,10 +304,34 @@ def run_store_import(args: argparse.Namespace) -> int:
     )
     print(
         f"imported {report.imported} entries ({report.triples_written} triples) into "
-        f"{store.path}; {report.skipped_existing} already stored; {report.links_added} "
-        f"document id link(s) added{skipped}{partial}"
+        f"{where}; {report.skipped_existing} already stored; {report.links_added} "
+        f"document id link(s) added{skipped}{partial}{_unverified(report)}"
     )
     return 0
+
+
+def _unverified(report: ImportReport) -> str:
+    """What the import's summary says of a file whose lines were not checked against a
+    checksum (empty when they were, or when the file was cut short: said already)."""
+    if report.verified or not report.complete:
+        return ""
+    if report.checksum_mismatch:
+        return "; its lines do not match its checksum: imported as they are (--no-verify)"
+    return "; not verified: its end marker has no checksum (an export of an older neocorrag)"
+
+
+def _holds_nothing(store: TripleStore | None) -> bool:
+    """Whether a store this import created holds no entry (or could not even be opened):
+    then it is removed again, rather than left as an empty file. A store that could not be
+    read holds nothing this import put there either."""
+    if store is None:
+        return True
+    try:
+        return store.count() == 0
+    except (OSError, sqlite3.Error):
+        return True
+    finally:
+        store.close()
 
 
 def _remove_store_files(path: Path) -> None:
@@ -353,7 +394,10 @@ def add_store_parser(sub: Any) -> None:
         "stats", parents=[common], help="what the store holds, per extractor and embedder"
     )
     stats.add_argument("--json", action="store_true", help="print the summary as JSON")
-    stats.set_defaults(func=run_store_stats)
+    stats.set_defaults(
+        func=run_store_stats,
+        on_os_error=OnOSError("read the triple store {store}", _ONLY_READ),
+    )
 
     check = actions.add_parser(
         "check",
@@ -372,7 +416,10 @@ def add_store_parser(sub: Any) -> None:
         "the indexes agree with their tables; about 4x faster on a large store)",
     )
     check.add_argument("--json", action="store_true", help="print the verdict as JSON")
-    check.set_defaults(func=run_store_check)
+    check.set_defaults(
+        func=run_store_check,
+        on_os_error=OnOSError("check the triple store {store}", _ONLY_READ),
+    )
 
     repair = actions.add_parser(
         "repair",
@@ -390,7 +437,13 @@ def add_store_parser(sub: Any) -> None:
         "--force", action="store_true", help="rebuild a store even if it passes the check"
     )
     repair.add_argument("--json", action="store_true", help="print the report as JSON")
-    repair.set_defaults(func=run_store_repair)
+    repair.set_defaults(
+        func=run_store_repair,
+        on_os_error=OnOSError(
+            "repair the triple store {store}",
+            "`neocorrag store check --store {store}` tells whether the store is whole",
+        ),
+    )
 
     export = actions.add_parser("export", parents=[common], help="write the store as JSON lines")
     export.add_argument("file", help="output file (- for stdout)")
@@ -398,7 +451,10 @@ def add_store_parser(sub: Any) -> None:
         "--extractor", default=None, metavar="ID@VERSION", help="only this extractor's triples"
     )
     export.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    export.set_defaults(func=run_store_export)
+    export.set_defaults(
+        func=run_store_export,
+        on_os_error=OnOSError("export the triple store {store} to {file}", _ONLY_READ, "file"),
+    )
 
     imp = actions.add_parser(
         "import",
@@ -412,8 +468,22 @@ def add_store_parser(sub: Any) -> None:
         help="import the entries of a file without its end marker (cut short, or exported "
         "by an older neocorrag) instead of refusing it",
     )
+    imp.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="import a file whose lines do not match the checksum in its end marker (a "
+        "file you edited on purpose) instead of refusing it as edited or damaged",
+    )
     imp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    imp.set_defaults(func=run_store_import)
+    imp.set_defaults(
+        func=run_store_import,
+        on_os_error=OnOSError(
+            "import {file} into the triple store {store}",
+            "the entries imported before the error stay in the store, and importing the "
+            "file again skips them",
+            stream="stdin",
+        ),
+    )
 
     delete = actions.add_parser(
         "delete",
@@ -431,4 +501,11 @@ def add_store_parser(sub: Any) -> None:
     delete.add_argument(
         "--extractor", default=None, metavar="ID@VERSION", help="only this extractor's triples"
     )
-    delete.set_defaults(func=run_store_delete)
+    delete.set_defaults(
+        func=run_store_delete,
+        on_os_error=OnOSError(
+            "delete from the triple store {store}",
+            "the delete is one transaction: all of it was done or none "
+            "(`neocorrag store stats` tells)",
+        ),
+    )

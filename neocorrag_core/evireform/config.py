@@ -223,6 +223,16 @@ class ReformulationConfig(Settings):
         adaptive_rounds: a round after the first runs only while the evidence leaves some
             relation word of the question open (:mod:`~neocorrag_core.evireform.relations`);
             ``False`` runs every round while new passages arrive.
+        max_searches: calls of the search per question at most, the first included; a
+            round's queries past it are not searched (``notes`` says so). ``None`` = no
+            cap. The default leaves room for four rounds of the default queries.
+        search_timeout: seconds the residual searches of a question may take in all,
+            counted from the first search's answer (that one is waited for, as it would be
+            without EviReform). A residual search still running then is given up: its
+            results are missing from the ranking and ``notes`` names its query. ``None`` =
+            wait for every search. A round's searches run concurrently (in worker threads
+            for a sync search); a given-up sync search runs on in its thread and what it
+            returns is discarded, an async one is cancelled.
 
     The LM (none by default)
         selection: ``"beam"`` (trie-constrained beam search over the proposition texts,
@@ -248,9 +258,15 @@ class ReformulationConfig(Settings):
     residual_queries: ResidualMode = "entities"
     max_residual_queries: int = 3
     max_lm_tokens: int | None = 4000
+    max_searches: int | None = 16
+    search_timeout: float | None = 30.0
 
     def __post_init__(self) -> None:
         owner = "ReformulationConfig"
+        check_int(owner, "max_searches", self.max_searches, minimum=1, optional=True)
+        check_number(
+            owner, "search_timeout", self.search_timeout, low=0.0, low_open=True, optional=True
+        )
         check_int(owner, "first_k", self.first_k, minimum=1, optional=True)
         for name in ("residual_k", "rounds", "max_residual_queries"):
             check_int(owner, name, getattr(self, name), minimum=1)

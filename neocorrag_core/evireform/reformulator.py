@@ -21,7 +21,14 @@ from neocorrag_core.chains.graph import normalization_memo
 from neocorrag_core.chains.query_entities import all_capitals, question_spans
 from neocorrag_core.cost import Cost
 from neocorrag_core.errors import InputError, RetrievalError
-from neocorrag_core.limits import WorkLimits, cap_triples, check_limits, collecting_notes
+from neocorrag_core.limits import (
+    DEFAULT_LIMITS,
+    WorkLimits,
+    cap_titles,
+    cap_triples,
+    check_limits,
+    collecting_notes,
+)
 from neocorrag_core.lm.generation import chat_prompt_ids, greedy_generate, text_token_ids
 from neocorrag_core.lm.prompt_budget import (
     PromptTooLongError,
@@ -33,9 +40,8 @@ from neocorrag_core.models import LazyModels, VectorCache
 from neocorrag_core.search_calls import (
     AsyncSearchFn,
     SearchFn,
-    acall_search,
-    call_search,
-    gather_all_or_cancel,
+    arun_searches,
+    run_searches,
 )
 from neocorrag_core.timing import timed
 from neocorrag_core.triples import TripleSource
@@ -102,17 +108,25 @@ class _State(Cost):
     rounds: int = 0
     evidence_upto: dict[int, int] = field(default_factory=dict)
     """Round -> how many leading ``evidence`` facts had been selected when it wrote queries."""
+    limits: WorkLimits = DEFAULT_LIMITS
+    given: dict[str, Passage] = field(default_factory=dict)
+    """Passage id -> the passage as the search returned it; the pool holds it as the rules
+    read it (its title within ``limits.max_title_chars``)."""
 
     def add_results(self, query_index: int, passages: Sequence[Passage]) -> list[Passage]:
         """Merge one query's results into the pool; returns the passages new to it."""
         self.results[query_index] = [p.id for p in passages]
+        with collecting_notes() as capped:
+            read = cap_titles(passages, self.limits)
+        self.notes.extend(n for n in capped if n not in self.notes)
         new: list[Passage] = []
-        for rank, passage in enumerate(passages):
+        for rank, (passage, given) in enumerate(zip(read, passages, strict=True)):
             seen = self.ranks.setdefault(passage.id, {})
             seen.setdefault(query_index, rank)
             kept = self.pool.get(passage.id)
             if kept is None:
                 self.pool[passage.id] = passage
+                self.given[passage.id] = given
                 new.append(passage)
             elif (kept.text, kept.title) != (passage.text, passage.title):
                 note = (
@@ -183,30 +197,40 @@ class EvidenceReformulator:
         U+FFFD before anything sees it, ``search`` included.
         """
         started = time.perf_counter()
-        loop = self._loop(question, k, *self._settings(overrides))
+        config, tuning = self._settings(overrides)
+        loop = self._loop(question, k, config, tuning)
         step = _advance(loop, None)
         searching = 0.0
+        deadline: float | None = None  # the first search is waited for, as without EviReform
+        given_up: list[str] = []
         while not isinstance(step, ReformulationResult):
             before = time.perf_counter()
-            results = [call_search(search, query, n) for query, n in step]
+            found = run_searches(search, step, deadline)
             searching += time.perf_counter() - before
-            step = _advance(loop, results)
-        return _finish(step, searching, started)
+            deadline = deadline or _deadline(config)
+            given_up += found.timed_out
+            step = _advance(loop, found.results)
+        return _finish(step, searching, started, given_up, config)
 
     async def aretrieve(
         self, question: str, search: AsyncSearchFn, k: int = 5, **overrides: Any
     ) -> ReformulationResult:
         """Async :meth:`retrieve`: one round's searches run concurrently, LM steps in a thread."""
         started = time.perf_counter()
-        loop = self._loop(question, k, *self._settings(overrides))
+        config, tuning = self._settings(overrides)
+        loop = self._loop(question, k, config, tuning)
         step = await asyncio.to_thread(_advance, loop, None)
         searching = 0.0
+        deadline: float | None = None  # the first search is waited for, as without EviReform
+        given_up: list[str] = []
         while not isinstance(step, ReformulationResult):
             before = time.perf_counter()
-            results = await gather_all_or_cancel([acall_search(search, q, n) for q, n in step])
+            found = await arun_searches(search, step, deadline)
             searching += time.perf_counter() - before
-            step = await asyncio.to_thread(_advance, loop, results)
-        return _finish(step, searching, started)
+            deadline = deadline or _deadline(config)
+            given_up += found.timed_out
+            step = await asyncio.to_thread(_advance, loop, found.results)
+        return _finish(step, searching, started, given_up, config)
 
     def _settings(
         self, overrides: dict[str, Any]
@@ -219,7 +243,7 @@ class EvidenceReformulator:
         self, question: str, k: int, config: ReformulationConfig, tuning: ReformulationTuning
     ) -> _Loop:
         question = check_call(question, k)
-        state = _State(question)
+        state = _State(question, limits=self.limits)
         state.queries.append(ReformulationQuery(question, "original", 0))
         (first,) = yield [(question, config.first_k or k)]
         fresh = state.add_results(0, first)
@@ -233,6 +257,7 @@ class EvidenceReformulator:
             written, sufficient = self._residual_round(
                 state, props, fresh, round_number, config, tuning
             )
+            written = _within_searches(state, written, config)
             if sufficient or not written:
                 break
             start = len(state.queries)
@@ -258,7 +283,7 @@ class EvidenceReformulator:
             passages=ranked,
             queries=state.queries,
             evidence=state.evidence,
-            pool=pool,
+            pool=[state.given.get(p.id, p) for p in pool],
             first_pool_size=first_pool_size,
             sufficient=sufficient,
             query_results=[state.results.get(i, []) for i in range(len(state.queries))],
@@ -270,8 +295,10 @@ class EvidenceReformulator:
         )
 
     def _propositions(self, pool: list[Passage], state: _State) -> list[Proposition]:
+        # The store's keys and the extractor read the passages as the search returned them.
+        given = [state.given.get(p.id, p) for p in pool]
         with timed(state.timings, "triples"), collecting_notes() as capped:
-            per_passage = cap_triples(triples_per_passage(self.triple_source, pool), self.limits)
+            per_passage = cap_triples(triples_per_passage(self.triple_source, given), self.limits)
         state.notes.extend(n for n in capped if n not in state.notes)
         return build_propositions(pool, per_passage)
 
@@ -553,7 +580,7 @@ class EvidenceReformulator:
             seen = state.ranks.get(passage.id, {})
             ranked.append(
                 RankedPassage(
-                    passage,
+                    state.given.get(passage.id, passage),
                     float(by_passage.get(passage.id, 0.0)),
                     found_by=min(seen) if seen else 0,
                     retrieval_ranks=tuple(sorted(seen.items())),
@@ -585,7 +612,7 @@ class EvidenceReformulator:
         if isinstance(passages, (str, bytes)) or not all(isinstance(p, Passage) for p in passages):
             raise InputError("passages must be a list of Passage")
         _, tuning = self._settings(overrides)
-        state = _State(question, queries=list(queries))
+        state = _State(question, queries=list(queries), limits=self.limits)
         # The passages are the original question's results: shared names look among them.
         state.add_results(0, passages)
         pool = list(state.pool.values())
@@ -637,7 +664,43 @@ def _advance(loop: _Loop, results: list[list[Passage]] | None) -> _Request | Ref
         return result
 
 
-def _finish(result: ReformulationResult, searching: float, started: float) -> ReformulationResult:
+def _deadline(config: ReformulationConfig) -> float | None:
+    """The :func:`time.monotonic` time by which the residual searches must have answered
+    (taken when the first search has)."""
+    if config.search_timeout is None:
+        return None
+    return time.monotonic() + config.search_timeout
+
+
+def _within_searches(
+    state: _State, written: list[tuple[str, QueryKind, str]], config: ReformulationConfig
+) -> list[tuple[str, QueryKind, str]]:
+    """``written`` cut to the searches ``config.max_searches`` leaves (the queries already
+    asked count, the first search included); a cut is noted."""
+    if config.max_searches is None:
+        return written
+    room = max(0, config.max_searches - len(state.queries))
+    if len(written) > room:
+        state.notes.append(
+            f"searches: {len(written) - room} residual quer(ies) not searched "
+            f"({config.max_searches} searches per question, ReformulationConfig.max_searches)"
+        )
+    return written[:room]
+
+
+def _finish(
+    result: ReformulationResult,
+    searching: float,
+    started: float,
+    given_up: Sequence[str],
+    config: ReformulationConfig,
+) -> ReformulationResult:
+    if given_up:
+        result.notes.append(
+            f"searches: gave up {len(given_up)} residual search(es) after "
+            f"{config.search_timeout:g} s (ReformulationConfig.search_timeout): "
+            + ", ".join(repr(q) for q in given_up)
+        )
     result.timings["search"] = searching
     result.timings["total"] = time.perf_counter() - started
     return result

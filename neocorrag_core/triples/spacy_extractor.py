@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from neocorrag_core.chains.graph import normalize_entity
+from neocorrag_core.limits import MAX_TITLE_CHARS
 from neocorrag_core.once import LoadOnce
 from neocorrag_core.triples.extractor import canonical_title, clean_triples, truncate_words
 from neocorrag_core.types import Passage, Triple
@@ -173,7 +174,9 @@ class SpacyTripleExtractor:
             docs, lemma = self.nlp.pipe(texts, batch_size=self.batch_size), None
         out: list[list[Triple]] = []
         for passage, doc in zip(passages, docs, strict=True):
-            title = canonical_title(passage.title) if self.use_title else ""
+            # A title is a name: its beginning resolves the references (a megabyte of
+            # "title" would otherwise become the subject of every triple).
+            title = canonical_title(passage.title[:MAX_TITLE_CHARS]) if self.use_title else ""
             out.append(clean_triples(extract_from_doc(doc, title, lemma), passage.id))
         return out
 

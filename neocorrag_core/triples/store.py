@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import sqlite3
 import threading
 import time
@@ -36,6 +37,7 @@ import numpy as np
 
 from neocorrag_core.chains.graph import normalize_entity
 from neocorrag_core.errors import ConfigError, InputError, StoreError
+from neocorrag_core.os_errors import disk_is_full
 from neocorrag_core.triples import store_jsonl
 from neocorrag_core.triples.cached import CachedTripleSource as CachedTripleSource
 from neocorrag_core.triples.cached import CacheStats as CacheStats
@@ -476,6 +478,21 @@ class TripleStore:
         elif code.startswith("SQLITE_FULL") or "full" in low:
             kind = "full"
             fix = "free some disk space, or point NEOCORRAG_CACHE / --store at another disk"
+        elif (code.startswith("SQLITE_IOERR") or "disk i/o error" in low) and not self._memory:
+            # SQLite says "disk I/O error", not "full", when a full disk stops it growing
+            # its -shm file: tell the two apart by the room left on the disk.
+            if disk_is_full(self._file):
+                kind = "full"
+                fix = (
+                    f"the disk holding {self._file.parent} is full: free some disk space, or "
+                    "point NEOCORRAG_CACHE / --store at another disk"
+                )
+            else:
+                kind = "other"
+                fix = (
+                    "the disk reported an I/O error: check the disk (the system log names the "
+                    f"fault), then run `neocorrag store check --store {shlex.quote(self.path)}`"
+                )
         else:
             kind = "other"
             fix = (
@@ -507,7 +524,8 @@ class TripleStore:
         """Hold the store's indexer lock while extracting into it; wait if another run holds it.
 
         The lock is an OS advisory lock (``flock``) on ``<store>.lock``: it is released when
-        its holder ends, even by ``kill -9``, so a stale lock cannot exist. A second run
+        its holder ends, even by ``kill -9``, so a stale lock cannot exist, and the file is
+        deleted when the lock is let go, however the block ends. A second run
         blocks here until the first is done (``on_wait`` is called once with the holder's
         pid, if known; otherwise a warning is logged), then finds the first run's passages
         stored and extracts only what is left: no passage is extracted twice. Where file
@@ -884,11 +902,12 @@ class TripleStore:
     ) -> int:
         """Write the store (or one extractor's part) as JSON lines; returns the entries written.
 
-        A header line ``{"neocorrag_triple_store_export": 1, "schema": 2}``, then one line
+        A header line ``{"neocorrag_triple_store_export": 1, "schema": 3}``, then one line
         per stored (hash, extractor, version): ``{"text_sha256", "extractor", "version",
         "triples": [[s, r, o], ...], "document_ids": [...]}``, and last an end marker
-        ``{"neocorrag_triple_store_export_end": N}`` (N entries), without which an import
-        refuses the file as cut short. Streamed from one read
+        ``{"neocorrag_triple_store_export_end": N, "sha256": "<hex>"}`` (N entries; the
+        sha256 of the lines before it), without which an import refuses the file as cut
+        short, and whose checksum an import verifies. Streamed from one read
         transaction (a consistent snapshot, even while a writer runs): neither the store nor
         the file is held in memory. A path is written to a temporary file first and renamed
         over ``dest`` at the end, so a failed export never leaves a truncated file. Document
@@ -904,6 +923,7 @@ class TripleStore:
         batch_size: int = 500,
         show_progress: bool = False,
         allow_truncated: bool = False,
+        verify: bool = True,
     ) -> ImportReport:
         """Add the entries of an :meth:`export_jsonl` file; returns what was imported.
 
@@ -915,7 +935,12 @@ class TripleStore:
         closes every export (or whose count does not match), raises
         :class:`~neocorrag_core.errors.InputError` before anything is written; with
         ``allow_truncated=True`` the entries of such a file are imported and the report's
-        ``complete`` is ``False``. Lone surrogates (``"\\ud800"`` escapes) become U+FFFD.
+        ``complete`` is ``False``. A file whose header names a store schema this version
+        does not know is refused the same way, and so is one whose lines do not match the
+        sha256 in its end marker (edited or damaged since it was exported) unless
+        ``verify=False`` (for a file edited on purpose). An export of an older neocorrag,
+        whose end marker has no checksum, is imported with a warning that it could not be
+        verified. Lone surrogates (``"\\ud800"`` escapes) become U+FFFD.
         """
         return store_jsonl.import_jsonl(
             self,
@@ -923,6 +948,7 @@ class TripleStore:
             batch_size=batch_size,
             show_progress=show_progress,
             allow_truncated=allow_truncated,
+            verify=verify,
         )
 
 

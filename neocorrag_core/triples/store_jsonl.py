@@ -1,21 +1,28 @@
 """The JSON-lines format of a triple store export, written and read.
 
-A header line ``{"neocorrag_triple_store_export": 1, "schema": 2}``, then one line per
+A header line ``{"neocorrag_triple_store_export": 1, "schema": 3}``, then one line per
 stored (hash, extractor, version), then an end marker ``{"neocorrag_triple_store_export_end":
-N}`` with N the number of entry lines. The entry points are
+N, "sha256": "<64 hex digits>"}`` with N the number of entry lines and the sha256 of every
+line before it (header included), each without its line ending, followed by ``\n``
+(:func:`_line_bytes`; so a copy whose line endings became CRLF still matches). The entry
+points are
 :meth:`~neocorrag_core.triples.store.TripleStore.export_jsonl` and
 :meth:`~neocorrag_core.triples.store.TripleStore.import_jsonl`, which delegate here; the
 SQL runs in the store's own transactions.
 
-An import reads the file twice: a first pass checks the header and that the last line is
-an end marker whose count matches the lines before it (a cut-off copy, or an export of a
-version that wrote no marker, fails here, before anything is written), and a second pass
-imports, a batch per transaction. Both stream: memory does not grow with the file. A
+An import reads the file twice: a first pass checks the header (a format and a store schema
+this version reads) and that the last line is an end marker whose count matches the lines
+before it (a cut-off copy, or an export of a version that wrote no marker, fails here,
+before anything is written) and whose checksum matches them (lines edited or damaged since
+the export fail here too, unless ``verify=False``; a marker without a checksum, written by
+an older neocorrag, is accepted with a warning), and a second pass imports, a batch per
+transaction. Both stream: memory does not grow with the file. A
 stream that cannot be read twice (stdin) is copied to a temporary file first.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -29,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from neocorrag_core.errors import ConfigError, InputError, StoreError
+from neocorrag_core.os_errors import describe_os_error
 from neocorrag_core.triples.extractor import clean_triples
 from neocorrag_core.triples.keys import ExtractorKey
 from neocorrag_core.triples.store_schema import (
@@ -49,7 +57,11 @@ logger = logging.getLogger("neocorrag_core.triples.store")
 _EXPORT_FORMAT = 1
 _EXPORT_HEADER = "neocorrag_triple_store_export"
 _EXPORT_END = "neocorrag_triple_store_export_end"
+_CHECKSUM = "sha256"
+"""The end marker's checksum key, named after its algorithm."""
 _HEX = frozenset("0123456789abcdef")
+_SCHEMAS = range(1, SCHEMA_VERSION + 1)
+"""The store schemas whose exports this version reads (the entry lines are the same)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,12 @@ class ImportReport:
     complete: bool = True
     """Whether the file ended with its end marker and held as many entries as it says;
     ``False`` only for a file imported with ``allow_truncated=True`` that did not."""
+    verified: bool = True
+    """Whether its lines matched the sha256 checksum of its end marker; ``False`` for an
+    export of an older neocorrag (its marker has none), a file cut short, and a file
+    imported with ``verify=False`` that did not match."""
+    checksum_mismatch: bool = False
+    """Whether its lines did not match the checksum (imported with ``verify=False``)."""
 
 
 def export_jsonl(
@@ -99,8 +117,8 @@ def export_jsonl(
         raise
     except OSError as exc:
         raise InputError(
-            f"cannot write the export file {target}: {exc.strerror or exc}; choose a "
-            "writable path on a disk with room for it"
+            f"cannot write the export file {target}: {describe_os_error(exc, target)}; the "
+            f"store was not modified, and {target} was left as it was"
         ) from None
     finally:
         with suppress(OSError):
@@ -115,7 +133,13 @@ def _export_lines(
 
     where, params = key_filter(key, "WHERE")
     total = store.count(key) if show_progress else None
-    fh.write(json.dumps({_EXPORT_HEADER: _EXPORT_FORMAT, "schema": SCHEMA_VERSION}) + "\n")
+    checksum = hashlib.sha256()
+
+    def write(line: str) -> None:
+        fh.write(line + "\n")
+        checksum.update(_line_bytes(line))
+
+    write(json.dumps({_EXPORT_HEADER: _EXPORT_FORMAT, "schema": SCHEMA_VERSION}))
     written = 0
     with (
         store._transaction(write=False, action="export") as conn,
@@ -164,14 +188,20 @@ def _export_lines(
                 "triples": rows,
                 "document_ids": doc_ids,
             }
-            fh.write(json.dumps(record) + "\n")
+            write(json.dumps(record))
             written += 1
             bar.update(1)
         for cursor in (entries, triples, docs):
             cursor.close()
-    # Last: an export without it was cut short (a full disk, a copy stopped halfway).
-    fh.write(json.dumps({_EXPORT_END: written}) + "\n")
+    # Last: an export without it was cut short (a full disk, a copy stopped halfway), and
+    # one whose lines do not match its checksum was edited or damaged since.
+    fh.write(json.dumps({_EXPORT_END: written, _CHECKSUM: checksum.hexdigest()}) + "\n")
     return written
+
+
+def _line_bytes(line: str) -> bytes:
+    """What the checksum reads of one line: its text without the line ending, then ``\n``."""
+    return line.rstrip("\r\n").encode("utf-8", "surrogateescape") + b"\n"
 
 
 def import_jsonl(
@@ -181,29 +211,45 @@ def import_jsonl(
     batch_size: int = 500,
     show_progress: bool = False,
     allow_truncated: bool = False,
+    verify: bool = True,
 ) -> ImportReport:
     """:meth:`TripleStore.import_jsonl <neocorrag_core.triples.store.TripleStore.import_jsonl>`:
     add the entries of ``src`` (a path or an open text file) to ``store``.
 
-    The whole file is checked first (:func:`check_export_file`): without its end marker,
-    or with another number of entries than the marker says, it raises
-    :class:`~neocorrag_core.errors.InputError` and imports nothing, unless
-    ``allow_truncated``: then the entries it holds are imported (a cut-off last line is
-    skipped as invalid), one warning says so and :attr:`ImportReport.complete` is
-    ``False``."""
+    The whole file is checked first (:func:`check_export_file`), and
+    :class:`~neocorrag_core.errors.InputError` is raised with nothing imported when its
+    header names a format or store schema this version does not read; when it has no end
+    marker, or another number of entries than the marker says, unless
+    ``allow_truncated`` (then the entries it holds are imported, a cut-off last line is
+    skipped as invalid, one warning says so and :attr:`ImportReport.complete` is
+    ``False``); and when its lines do not match the marker's sha256 (edited or damaged
+    since the export), unless ``verify=False`` (then one warning says so). A marker
+    without a checksum (an older neocorrag's export) is accepted with one warning."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ConfigError(f"batch_size must be an integer of at least 1, got {batch_size!r}")
-    if not isinstance(allow_truncated, bool):
-        raise ConfigError(f"allow_truncated must be True or False, got {allow_truncated!r}")
+    options = _Options(allow_truncated, verify)
     if not isinstance(src, (str, os.PathLike)):
         name = str(getattr(src, "name", "<stream>"))
         with _replayable(src, name) as (fh, rewind):
-            return _import_file(store, fh, rewind, name, batch_size, show_progress, allow_truncated)
+            return _import_file(store, fh, rewind, name, batch_size, show_progress, options)
     name, fh = _open_export(src)
     with fh:
-        return _import_file(
-            store, fh, lambda: fh.seek(0), name, batch_size, show_progress, allow_truncated
-        )
+        return _import_file(store, fh, lambda: fh.seek(0), name, batch_size, show_progress, options)
+
+
+@dataclass(frozen=True)
+class _Options:
+    """What an import lets pass: a file cut short (``allow_truncated``), lines that do not
+    match the checksum (``not verify``)."""
+
+    allow_truncated: bool = False
+    verify: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("allow_truncated", "verify"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise ConfigError(f"{name} must be True or False, got {value!r}")
 
 
 def _open_export(path: str | os.PathLike[str]) -> tuple[str, TextIO]:
@@ -215,7 +261,9 @@ def _open_export(path: str | os.PathLike[str]) -> tuple[str, TextIO]:
     except FileNotFoundError:
         raise InputError(f"there is no export file {name}; check the path") from None
     except OSError as exc:
-        raise InputError(f"cannot read the export file {name}: {exc.strerror or exc}") from None
+        raise InputError(
+            f"cannot read the export file {name}: {describe_os_error(exc, name)}"
+        ) from None
 
 
 @contextmanager
@@ -240,33 +288,91 @@ def _replayable(src: TextIO, name: str) -> Iterator[tuple[TextIO, Callable[[], o
 
 
 @dataclass(frozen=True)
+class _Marker:
+    """An end marker: the entry count it gives, and its checksum (``None``: it has none,
+    as an older neocorrag wrote it)."""
+
+    count: int
+    sha256: str | None
+
+
+@dataclass(frozen=True)
 class _Scan:
     """What the first pass over an export found."""
 
     entries: int
     """Non-blank lines after the header, the end marker not counted."""
-    marker: int | None
-    """The count the end marker (the last non-blank line) gives; ``None`` without one."""
+    marker: _Marker | None
+    """The end marker (the last non-blank line); ``None`` without one."""
+    sha256: str
+    """The checksum of the lines before the last one (:func:`_line_bytes`)."""
 
     def problem(self, name: str) -> str | None:
         """What is wrong with the file's end, or ``None`` when the marker matches."""
         if self.marker is None:
             return (
-                f'{name} has no end marker (a last line {{"{_EXPORT_END}": N}}): it may be '
-                "truncated, or written by an older neocorrag that wrote none"
+                f'{name} has no end marker (a last line {{"{_EXPORT_END}": N, ...}}): it may '
+                "be truncated, or written by an older neocorrag that wrote none"
             )
-        if self.marker != self.entries:
+        if self.marker.count != self.entries:
             return (
                 f"{name} holds {self.entries} entry line(s) but its end marker says "
-                f"{self.marker}: lines were lost or added after it was exported"
+                f"{self.marker.count}: lines were lost or added after it was exported"
             )
         return None
+
+    @property
+    def edited(self) -> bool:
+        """Whether the lines do not match the end marker's checksum."""
+        return self.marker is not None and self.marker.sha256 not in (None, self.sha256)
+
+    @property
+    def unverified(self) -> bool:
+        """Whether the end marker has no checksum (an older neocorrag's export)."""
+        return self.marker is not None and self.marker.sha256 is None
+
+    def check(self, name: str, options: _Options) -> bool:
+        """Raise :class:`InputError` unless the file may be imported under ``options``;
+        whether it is complete (its end marker matches its entry count)."""
+        problem = self.problem(name)
+        if problem is not None:
+            if not options.allow_truncated:
+                raise _incomplete_error(problem)
+            return False  # cut short: its checksum cannot match, and is not checked
+        if self.edited and options.verify:
+            raise InputError(
+                f"{name} does not match the sha256 checksum in its end marker: its lines were "
+                "edited or damaged after it was exported; nothing was imported. Export the "
+                "store again, or, if you edited the file on purpose, import it with "
+                "`neocorrag store import --no-verify` (import_jsonl(..., verify=False))"
+            )
+        return True
+
+    def warn(self, name: str) -> None:
+        """Log, once, what :meth:`check` let pass: a file cut short or lines that do not
+        match the checksum (warnings), or a file without one (info; the report's
+        ``verified`` says it too)."""
+        problem = self.problem(name)
+        if problem is not None:
+            logger.warning("%s; importing the entries it holds (allow_truncated)", problem)
+        elif self.edited:
+            logger.warning(
+                "%s does not match the sha256 checksum in its end marker (its lines were "
+                "edited or damaged after it was exported); importing it as it is (verify=False)",
+                name,
+            )
+        elif self.unverified:  # info, not a warning: nothing is wrong with such a file
+            logger.info(
+                "%s has no checksum in its end marker (an export of an older neocorrag): its "
+                "lines cannot be verified; importing them",
+                name,
+            )
 
 
 def _entry_lines(fh: TextIO, name: str) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` of each non-blank line after the header, which is checked
     first (an :class:`InputError` naming the file when it is missing or wrong)."""
-    lines = ((number, line) for number, line in enumerate(fh, start=1) if line.strip())
+    lines = _nonblank_lines(fh)
     first = next(lines, None)
     if first is None:
         raise _empty_export(name)
@@ -274,13 +380,28 @@ def _entry_lines(fh: TextIO, name: str) -> Iterator[tuple[int, str]]:
     yield from lines
 
 
+def _nonblank_lines(fh: TextIO) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of each line of ``fh`` that is not blank."""
+    return ((number, line) for number, line in enumerate(fh, start=1) if line.strip())
+
+
 def _scan(fh: TextIO, name: str) -> _Scan:
-    """First pass: the header checked, entry lines counted, the end marker read. Streams;
-    only the header and the last line are parsed."""
+    """First pass: the header checked, entry lines counted, the lines before the last one
+    checksummed, the end marker read. Streams; only the header and the last line are
+    parsed."""
+    checksum = hashlib.sha256()
     entries = 0
-    last: str | None = None
+    last: str | None = None  # checksummed once a later line shows it is not the marker
     try:
-        for _, line in _entry_lines(fh, name):
+        lines = _nonblank_lines(fh)
+        first = next(lines, None)
+        if first is None:
+            raise _empty_export(name)
+        _check_header(first[1], name)
+        checksum.update(_line_bytes(first[1]))
+        for _, line in lines:
+            if last is not None:
+                checksum.update(_line_bytes(last))
             entries += 1
             last = line
     except UnicodeDecodeError:
@@ -289,21 +410,27 @@ def _scan(fh: TextIO, name: str) -> _Scan:
             "export, or it is damaged"
         ) from None
     marker = None if last is None else _end_marker(last)
-    return _Scan(entries - (marker is not None), marker)
+    return _Scan(entries - (marker is not None), marker, checksum.hexdigest())
 
 
-def _end_marker(line: str) -> int | None:
-    """The entry count of an end-marker line, or ``None`` when ``line`` is not one."""
+def _end_marker(line: str) -> _Marker | None:
+    """The end marker ``line`` holds, or ``None`` when it is not one.
+
+    A marker is an object with the entry count and, since the checksum was added, the
+    checksum (any value: one that is not the lines' sha256 fails the check as edited)."""
     if _EXPORT_END not in line:
         return None
     try:
         item = json.loads(line)
     except ValueError:
         return None
-    count = item.get(_EXPORT_END) if isinstance(item, dict) and len(item) == 1 else None
+    if not isinstance(item, dict) or not set(item) <= {_EXPORT_END, _CHECKSUM}:
+        return None
+    count = item.get(_EXPORT_END)
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         return None
-    return count
+    checksum = item.get(_CHECKSUM)
+    return _Marker(count, None if checksum is None else str(checksum))
 
 
 def _incomplete_error(problem: str) -> InputError:
@@ -321,16 +448,16 @@ def _import_file(
     name: str,
     batch_size: int,
     show_progress: bool,
-    allow_truncated: bool,
+    options: _Options,
 ) -> ImportReport:
-    problem = _scan(fh, name).problem(name)
-    if problem is not None:
-        if not allow_truncated:
-            raise _incomplete_error(problem)
-        logger.warning("%s; importing the entries it holds (allow_truncated)", problem)
+    scan = _scan(fh, name)
+    complete = scan.check(name, options)
+    scan.warn(name)
     rewind()
     report = _import_lines(store, fh, name, batch_size, show_progress)
-    return report if problem is None else replace(report, complete=False)
+    verified = complete and not scan.edited and not scan.unverified
+    mismatch = complete and scan.edited
+    return replace(report, complete=complete, verified=verified, checksum_mismatch=mismatch)
 
 
 def _import_lines(
@@ -420,24 +547,29 @@ class _ImportTally:
         )
 
 
-def check_export_file(path: str | os.PathLike[str], *, allow_truncated: bool = False) -> bool:
+def check_export_file(
+    path: str | os.PathLike[str], *, allow_truncated: bool = False, verify: bool = True
+) -> bool:
     """Raise :class:`~neocorrag_core.errors.InputError` unless ``path`` is a readable UTF-8
-    file that starts with the export header of a format this version reads and ends with
-    an end marker whose count matches its entry lines; returns whether it does end so.
+    file that starts with the export header of a format and store schema this version
+    reads and ends with an end marker whose count matches its entry lines and whose
+    checksum (where it has one) matches its lines; returns whether it ends so.
 
-    Checked before a store is opened for an import, so that a wrong or cut-off file never
-    leaves an empty store behind. Streams the file once, parsing only its first and last
-    lines. ``allow_truncated`` lets a file without a (matching) end marker pass, returning
-    ``False``."""
+    Checked before a store is opened for an import, so that a wrong, cut-off or edited
+    file never leaves an empty store behind. Streams the file once, parsing only its first
+    and last lines; logs nothing (the import that follows warns). ``allow_truncated`` lets
+    a file without a (matching) end marker pass, returning ``False``; ``verify=False`` lets
+    lines that do not match the checksum pass."""
+    options = _Options(allow_truncated, verify)
     name, fh = _open_export(path)
     try:
         with fh:
-            problem = _scan(fh, name).problem(name)
+            scan = _scan(fh, name)
     except OSError as exc:
-        raise InputError(f"cannot read the export file {name}: {exc.strerror or exc}") from None
-    if problem is not None and not allow_truncated:
-        raise _incomplete_error(problem)
-    return problem is None
+        raise InputError(
+            f"cannot read the export file {name}: {describe_os_error(exc, name)}"
+        ) from None
+    return scan.check(name, options)
 
 
 def _empty_export(name: str) -> InputError:
@@ -465,6 +597,30 @@ def _check_header(line: str, name: str) -> None:
             f"{name} is a neocorrag triple store export of format {version}; this version "
             f"reads format {_EXPORT_FORMAT}: upgrade neocorrag to import it"
         )
+    _check_schema(header, name)
+
+
+def _check_schema(header: dict[str, object], name: str) -> None:
+    """Refuse a header that names a store schema this version does not know (a newer
+    neocorrag's, or a value no neocorrag wrote); a header without one is read (the entry
+    lines are the same in every schema)."""
+    if "schema" not in header:
+        return
+    schema = header["schema"]
+    if isinstance(schema, int) and not isinstance(schema, bool) and schema in _SCHEMAS:
+        return
+    newer = isinstance(schema, int) and not isinstance(schema, bool) and schema > _SCHEMAS[-1]
+    fix = (
+        "upgrade neocorrag to import it"
+        if newer
+        else "it was not written by `neocorrag store export`, or its header was edited: "
+        "export the store again"
+    )
+    raise InputError(
+        f"{name} is an export of triple store schema {json.dumps(schema)}, which this "
+        f"version does not know (it reads schemas {_SCHEMAS[0]} to {_SCHEMAS[-1]}); "
+        f"nothing was imported: {fix}"
+    )
 
 
 def _parse_entry(line: str) -> _Entry | None:

@@ -27,6 +27,7 @@ against 0.2 s for ``quick_check`` (this 2-core machine, warm file cache); ``quic
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shlex
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from neocorrag_core.errors import StoreError
+from neocorrag_core.os_errors import describe_os_error, disk_is_full
 from neocorrag_core.triples.indexer_lock import hold_indexer_lock
 from neocorrag_core.triples.store import (
     VECTOR_ROW_OVERHEAD,
@@ -238,9 +240,7 @@ def _check(file: Path, pragma: str | None) -> StoreCheck:
         with open(file, "rb") as fh:
             head = fh.read(len(SQLITE_MAGIC))
     except OSError as exc:
-        raise StoreError(
-            f"cannot read {name}: {exc.strerror or exc}; check its permissions"
-        ) from None
+        raise StoreError(f"cannot read {name}: {describe_os_error(exc, name)}") from None
     if not head:
         return verdict(
             DAMAGED,
@@ -419,8 +419,7 @@ def repair_store(
         _refuse_unrepairable(verdict, force=force)
         _remove_files(tmp)
         try:
-            salvage = _salvage(file, tmp)
-            _finish_copy(tmp)
+            salvage = _copy(file, tmp)
             aside = _swap(file, tmp, "replaced" if verdict.ok else "damaged")
         except BaseException:
             _remove_files(tmp)
@@ -459,6 +458,73 @@ def _refuse_unrepairable(verdict: StoreCheck, *, force: bool) -> None:
         )
 
 
+def _copy(file: Path, tmp: Path) -> dict[str, Any]:
+    """Write what can be read of ``file`` into a new store at ``tmp``, checked and flushed
+    to disk (:func:`_salvage`, :func:`_finish_copy`); the counts.
+
+    Any OS or SQLite error while writing the copy (a full disk, permissions, an I/O error)
+    becomes one :class:`StoreError` that names the store and the fix and says the store was
+    not changed: it is only read (read-only), and the caller removes the partial copy.
+    """
+    try:
+        salvage = _salvage(file, tmp)
+        verdict = _finish_copy(tmp)
+    except (OSError, sqlite3.Error) as exc:  # StoreError included: it is an OSError
+        raise _copy_failed(file, tmp, exc) from exc
+    if not verdict.ok:
+        raise StoreError(
+            f"the repaired copy {tmp} failed its own check ({verdict.cause}); the damaged "
+            "store was not changed. Report this as a bug; meanwhile delete the store (its "
+            "triples are extracted again as they are needed)"
+        )
+    return salvage
+
+
+def _copy_failed(file: Path, tmp: Path, exc: OSError | sqlite3.Error) -> StoreError:
+    """The error of a repair whose copy could not be written: the store, the cause, the fix,
+    and that the store was not changed."""
+    unchanged = f"{file} was not changed, and the partial copy was removed"
+    if _disk_full(exc, tmp):
+        size = sum(
+            Path(f"{file}{suffix}").stat().st_size
+            for suffix in ("", "-wal")
+            if Path(f"{file}{suffix}").exists()
+        )
+        return StoreError(
+            f"cannot repair {file}: no space left on the device holding {file.parent} for "
+            f"the repaired copy (it needs up to {size / 2**20:.1f} MiB free, the store's "
+            f"size); free disk space there and repair again; {unchanged}",
+            kind="full",
+        )
+    if isinstance(exc, OSError) and not isinstance(exc, StoreError) and exc.errno is not None:
+        cause = describe_os_error(exc, tmp)
+    else:
+        # A store error's own fix is about a store in use, not this copy: its SQLite cause.
+        inner = exc.__cause__ if isinstance(exc.__cause__, sqlite3.Error) else exc
+        cause = (
+            f"{_cause(inner)}; check the disk and the permissions of {file.parent}, and "
+            "repair again"
+        )
+    return StoreError(
+        f"cannot repair {file}: writing the repaired copy failed: {cause}; {unchanged}"
+    )
+
+
+def _disk_full(exc: OSError | sqlite3.Error, tmp: Path) -> bool:
+    """Whether ``exc`` means the disk is full: it says so (``ENOSPC``, ``SQLITE_FULL``, a
+    store error of kind ``full``), or it is an I/O error on a disk with no room left
+    (SQLite's error when it cannot grow its ``-shm`` file)."""
+    if isinstance(exc, StoreError):
+        if exc.kind == "full":
+            return True
+    elif isinstance(exc, OSError):
+        if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", None)):
+            return True
+    elif str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_FULL"):
+        return True
+    return "full" in str(exc).lower() or disk_is_full(tmp.parent)
+
+
 def _salvage(source: Path, tmp: Path) -> dict[str, Any]:
     """Copy what can be read of ``source`` into a new store at ``tmp``; the counts."""
     TripleStore(tmp).close()  # the tables, schema record and WAL mode of this version
@@ -489,7 +555,8 @@ def _open_writable(file: Path) -> sqlite3.Connection:
 
 def _write(dst: sqlite3.Connection, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
     """Run ``executemany`` statements in one transaction of the new store (whose failure,
-    e.g. a full disk, fails the repair: the new store must be whole)."""
+    e.g. a full disk, fails the repair: the new store must be whole; :func:`_copy` says
+    so)."""
     try:
         dst.execute("BEGIN IMMEDIATE")
         for sql, rows in statements:
@@ -499,13 +566,10 @@ def _write(dst: sqlite3.Connection, statements: Sequence[tuple[str, Sequence[Any
     except sqlite3.Error as exc:
         with suppress(sqlite3.Error):
             dst.execute("ROLLBACK")
-        full = "full" in str(exc).lower()
-        fix = "free some disk space" if full else "check the folder's disk and permissions"
-        raise StoreError(
-            f"cannot write the repaired copy of the triple store beside it: {_cause(exc)}; "
-            f"{fix} and repair again (the damaged store was not changed)",
-            kind="full" if full else "other",
-        ) from exc
+        # A StoreError, not the sqlite3 error itself: the salvage's readers take SQLite
+        # errors for damaged pages of the old file, and this one must stop the repair.
+        full = str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_FULL")
+        raise StoreError(_cause(exc), kind="full" if full else "other") from exc
 
 
 _READ_ERRORS = (sqlite3.Error, UnicodeDecodeError, ValueError, OverflowError)
@@ -992,8 +1056,9 @@ def _vectors_not_copied(
     ]
 
 
-def _finish_copy(tmp: Path) -> None:
-    """Fold the new store's WAL into its file, check it, and flush it to disk."""
+def _finish_copy(tmp: Path) -> StoreCheck:
+    """Fold the new store's WAL into its file, check it, and (if it passed) flush it to
+    disk; the check's verdict."""
     with closing(_open_writable(tmp)) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     verdict = check_store(tmp, quick=True)
@@ -1001,17 +1066,13 @@ def _finish_copy(tmp: Path) -> None:
     # this process's own, so they go before it moves.
     for suffix in ("-wal", "-shm"):
         Path(f"{tmp}{suffix}").unlink(missing_ok=True)
-    if not verdict.ok:
-        raise StoreError(
-            f"the repaired copy {tmp} failed its own check ({verdict.cause}); the damaged "
-            "store was not changed. Report this as a bug; meanwhile delete the store (its "
-            "triples are extracted again as they are needed)"
-        )
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    if verdict.ok:
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return verdict
 
 
 def _swap(file: Path, tmp: Path, label: str) -> Path:
@@ -1039,8 +1100,9 @@ def _swap(file: Path, tmp: Path, label: str) -> Path:
             with suppress(OSError):
                 os.rename(new, old)
         raise StoreError(
-            f"cannot move the repaired store into place at {file}: {exc.strerror or exc}; "
-            "the damaged store was put back as it was"
+            f"cannot move the repaired store into place at {file}: "
+            f"{describe_os_error(exc, file)}; the old store was put back as it was, and the "
+            "repaired copy removed"
         ) from None
     _sync_folder(file.parent)
     return aside

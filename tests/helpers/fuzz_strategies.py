@@ -167,7 +167,15 @@ _meta_value = st.recursive(
     ),
     max_leaves=6,
 )
-title_value = st.one_of(text_or_vocab(), text_or_vocab(), _junk)
+oversized_titles = st.builds(
+    lambda unit, n, tail: unit * n + tail,
+    st.sampled_from(["Film X ", "(", " ", "x", "Jane Roe, ", "界"]),
+    st.integers(1_500, 30_000),
+    st.sampled_from(["", "Jane Roe", " (film)", ")"]),
+)
+"""Titles far past ``WorkLimits.max_title_chars``: repeated names, runs of one character,
+parentheses (what a quadratic pattern chokes on)."""
+title_value = st.one_of(text_or_vocab(), text_or_vocab(), _junk, oversized_titles)
 
 
 def metadata_dicts(*, with_title: bool = True) -> st.SearchStrategy[dict[str, Any]]:
@@ -318,6 +326,9 @@ _VALID_FLOATS: dict[type, dict[str, st.SearchStrategy[float]]] = {
         "original_weight": st.floats(0.0, 1.0),
         "propagation_weight": st.floats(0.0, 1.0),
         "score_temperature": st.floats(0.0, 2.0, exclude_min=True),
+        # Any positive number is valid; one the search cannot beat ends in a RetrievalError
+        # by design, so the draws leave a search of the fuzz corpus time to answer.
+        "search_timeout": st.floats(5.0, 600.0),
     },
 }
 """The documented range of each float field (the settings' docstrings); every other field is
@@ -381,6 +392,7 @@ __all__ = [
     "metadata_dicts",
     "miner_config_kwargs",
     "mostly_good_triples",
+    "oversized_titles",
     "raw_documents",
     "reformulation_config_kwargs",
     "scores",

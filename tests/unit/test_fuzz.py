@@ -45,6 +45,7 @@ from fuzz_strategies import (
     hostile_text,
     metadata_dicts,
     miner_config_kwargs,
+    oversized_titles,
     raw_documents,
     reformulation_config_kwargs,
     scores,
@@ -486,6 +487,32 @@ def test_mine_without_lm_returns_a_valid_result_and_leaves_inputs_alone(query, p
     result = miner.mine(query, passages, **LOOSE)
     assert_unchanged(passages, before)
     check_mining_result(result, passages, config)
+
+
+@fuzz(15)
+@given(
+    query=usable_queries,
+    passages=passage_lists(min_size=1, max_size=3),
+    titles=st.lists(oversized_titles, min_size=1, max_size=3),
+    crowd=st.integers(0, 400),
+)
+def test_mine_serves_oversized_titles_and_crowds_within_the_caps(query, passages, titles, crowd):
+    """Titles past the cap and more documents than a call reads: the result is the usual
+    one over the caller's own objects, and each cap that bound is named."""
+    titled = [dataclasses.replace(p, title=titles[i % len(titles)]) for i, p in enumerate(passages)]
+    extra = [Passage(f"crowd {i}", f"Film Y{i} is a comedy.", "") for i in range(crowd)]
+    everything = [*titled, *extra]
+    miner = miner_for()
+    config, _ = miner_settings(miner.config, miner.tuning, LOOSE)
+    limits = miner.limits
+    result = miner.mine(query, everything, **LOOSE)
+    check_mining_result(result, everything, config)
+    notes = " ".join(result.notes)
+    if len(everything) > limits.max_documents:
+        assert "WorkLimits.max_documents" in notes
+    read = everything[: limits.max_documents]
+    if any(len(p.title) > limits.max_title_chars for p in read):
+        assert "WorkLimits.max_title_chars" in notes
 
 
 @fuzz(15)

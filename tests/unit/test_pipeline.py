@@ -301,3 +301,44 @@ def test_the_ingestion_computes_the_fact_vectors_a_query_would_ask_for():
         assert {p.text for p in relation_sentences(passages, words)} <= texts
     lead = build_propositions(passages[-1:], [[]])
     assert {p.text for p in lead} <= texts
+
+
+# ---- a slow retriever (issue 64) ----------------------------------------------------------
+
+
+def test_a_slow_retrievers_residual_searches_end_at_the_timeout_with_a_note():
+    """The LangChain pipeline over a retriever that hangs on every residual query: the call
+    ends at ``search_timeout`` with what the first search found, and says so."""
+    import threading
+
+    from neocorrag_integrations.metadata_keys import EVIREFORM_NOTES
+
+    release = threading.Event()
+
+    def hanging(query: str) -> list[Document]:
+        if query != BRIDGE_QUESTION:
+            release.wait(30)  # a thread cannot be stopped: the call stops waiting for it
+        return _lc_search(query)
+
+    async def ahanging(query: str) -> list[Document]:
+        if query != BRIDGE_QUESTION:
+            await asyncio.sleep(30)  # cancelled at the timeout
+        return _lc_search(query)
+
+    pipeline = lc.EvidencePipelineRetriever.from_retriever(
+        RunnableLambda(hanging, afunc=ahanging),
+        k=3,
+        config={**BRIDGE_NO_LM, "search_timeout": 0.3},
+        miner_config=LOOSE,
+        embedder=HashedBagOfWords(),
+        triple_source=DefaultTripleSource(store=":memory:"),
+    )
+    try:
+        out = pipeline.invoke(BRIDGE_QUESTION)
+        aout = asyncio.run(pipeline.ainvoke(BRIDGE_QUESTION))
+    finally:
+        release.set()
+    for docs in (out, aout):
+        assert docs and "d2" not in [d.id for d in docs]  # the hop was behind the hang
+        notes = docs[0].metadata[EVIREFORM_NOTES]
+        assert any("search_timeout" in n for n in notes), notes

@@ -295,7 +295,9 @@ def test_export_then_import_into_an_empty_store_round_trips(tmp_path: Path) -> N
     assert store.export_jsonl(dump) == 8
     lines = dump.read_text(encoding="utf-8").splitlines()
     assert json.loads(lines[0]) == {"neocorrag_triple_store_export": 1, "schema": 3}
-    assert json.loads(lines[-1]) == {"neocorrag_triple_store_export_end": 8}  # written last
+    # Written last: the entry count and the sha256 of every line before it.
+    checksum = hashlib.sha256("".join(line + "\n" for line in lines[:-1]).encode()).hexdigest()
+    assert json.loads(lines[-1]) == {"neocorrag_triple_store_export_end": 8, "sha256": checksum}
     assert {json.loads(line)["text_sha256"] for line in lines[1:-1]} == {
         text_sha256(passage(i)) for i in [*range(6), 9]
     }
@@ -344,7 +346,7 @@ def test_export_of_one_extractor_to_a_stream(tmp_path: Path) -> None:
     out = io.StringIO()
     assert store.export_jsonl(out, key=OTHER) == 1
     (line, end) = out.getvalue().splitlines()[1:]
-    assert json.loads(end) == {"neocorrag_triple_store_export_end": 1}
+    assert json.loads(end)["neocorrag_triple_store_export_end"] == 1
     entry = json.loads(line)
     assert (entry["extractor"], entry["version"], entry["document_ids"]) == ("other", "2", ["p1"])
     assert entry["triples"] == [list(t.key()) for t in triples_of(1)]

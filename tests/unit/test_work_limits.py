@@ -62,7 +62,8 @@ def test_two_thousand_documents_are_bounded_per_call_and_the_top_ranks_keep_thei
         )
         for i in range(2000)
     ]
-    limits = WorkLimits(max_triples=1000, max_new_texts=600)
+    # every document read, so the per-call triple and text caps are the ones that bind
+    limits = WorkLimits(max_triples=1000, max_new_texts=600, max_documents=2000)
     miner, enc = miner_with(limits)
     result = miner.mine("What is Doc 0 related to?", passages)
     notes = " ".join(result.notes)
