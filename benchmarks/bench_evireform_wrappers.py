@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,7 +32,6 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from neocorrag_core.cli.index import at_least_one
 from neocorrag_core.errors import NeocorragError
 from neocorrag_core.eval import metrics as M
 from neocorrag_core.eval.datasets import load_qa
@@ -40,6 +40,9 @@ from neocorrag_core.eval.runner import resolve_triple_source
 from neocorrag_core.eval.splits import in_split
 from neocorrag_core.triples.base import triples_per_passage
 from neocorrag_core.types import Passage
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the lab, when not installed
+from neocorrag_lab.cli_args import at_least_one
 
 REPEAT = {"residual_queries": "repeat"}
 

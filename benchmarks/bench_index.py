@@ -47,8 +47,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from neocorrag_core.cli.index import at_least_one
 from neocorrag_core.indexing import ENGINES
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the lab, when not installed
+from neocorrag_lab.cli_args import at_least_one
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

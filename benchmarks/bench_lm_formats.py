@@ -131,12 +131,13 @@ def rank_seconds(lm: Any, batch_sizes: list[int]) -> dict[int, float]:
 
 def mining_seconds(lm: Any, questions: int) -> dict[str, float]:
     """Mean decode-stage seconds per demo question for beam and rank decoding."""
+    from neocorrag_lab.demo_data import bundled_demo_questions, dense_top_k
+
     from neocorrag_core import EvidenceChainMiner, Passage
-    from neocorrag_core.cli.app import dense_top_k, load_demo_questions
 
     miner = EvidenceChainMiner(lm=lm)
     out: dict[str, list[float]] = {"beam": [], "rank": [], "total_beam": []}
-    for item in load_demo_questions()[:questions]:
+    for item in bundled_demo_questions()[:questions]:
         passages = [
             Passage(str(p["id"]), p["text"], p.get("title", ""),
                     metadata={"triples": p.get("triples", [])})

@@ -35,9 +35,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from neocorrag_core.chains.graph import normalize_entity
-from neocorrag_core.cli.index import at_least_one, at_least_zero
+from neocorrag_core.text.entities import normalize_entity
 from neocorrag_core.types import Passage, Triple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the lab, when not installed
+from neocorrag_lab.cli_args import at_least_one, at_least_zero
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

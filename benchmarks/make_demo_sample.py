@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from neocorrag_core.cli.index import at_least_one
 from neocorrag_core.models import resolve_embedder
 from neocorrag_core.rendering import render_passages
 from neocorrag_core.triples import OpenIETripleSource
 from neocorrag_core.types import Passage
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the lab, when not installed
+from neocorrag_lab.cli_args import at_least_one
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "musique"

@@ -48,7 +48,6 @@ from pathlib import Path
 from neocorrag_core.belief import EvidenceWorkspace
 from neocorrag_core.belief.verifier import PromptBudget
 from neocorrag_core.belief.writer import entity_next_query
-from neocorrag_core.cli.index import at_least_one
 from neocorrag_core.errors import NeocorragError
 from neocorrag_core.eval.datasets import QAExample, load_qa
 from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
@@ -59,7 +58,8 @@ from neocorrag_core.models.bundled import default_cache_dir
 from neocorrag_core.triples.base import triples_per_passage
 from neocorrag_core.types import Passage, Triple
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the lab and the sibling scripts
+from neocorrag_lab.cli_args import at_least_one
 from summarize_results import missing_records
 
 

@@ -17,9 +17,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from neocorrag_core.types import Passage, Triple
 from neocorrag_core.validation import check_int
+
+T = TypeVar("T")
 
 MAX_TITLE_CHARS = 1000
 """Characters of a title the matching rules and the extractors read (its beginning)."""
@@ -45,6 +48,8 @@ class WorkLimits:
             always). It also bounds the link rules' passage pairs (its square).
         max_title_chars: characters of each title the matching rules read (the title's
             beginning); the documents handed back keep their whole title.
+        max_query_chars: characters of the question the miner reads (its beginning; the
+            embedder reads at most 256 tokens of it anyway); ``result.query`` is the whole.
     """
 
     max_triples_per_passage: int = 300
@@ -54,6 +59,7 @@ class WorkLimits:
     max_extract_chars_per_call: int = 100_000
     max_documents: int = 50
     max_title_chars: int = MAX_TITLE_CHARS
+    max_query_chars: int = 8000
 
     def __post_init__(self) -> None:
         for name in (
@@ -64,6 +70,7 @@ class WorkLimits:
             "max_extract_chars_per_call",
             "max_documents",
             "max_title_chars",
+            "max_query_chars",
         ):
             check_int("WorkLimits", name, getattr(self, name), minimum=1)
 
@@ -132,9 +139,9 @@ def cap_triples(per_passage: Sequence[Sequence[Triple]], limits: WorkLimits) -> 
     return out
 
 
-def cap_documents(passages: Sequence[Passage], limits: WorkLimits) -> list[Passage]:
-    """The first :attr:`WorkLimits.max_documents` of ``passages`` (rank order); records a
-    note when the cap binds."""
+def cap_documents(passages: Sequence[T], limits: WorkLimits) -> list[T]:
+    """The first :attr:`WorkLimits.max_documents` of ``passages`` (rank order; passages or
+    an adapter's documents); records a note when the cap binds."""
     if len(passages) <= limits.max_documents:
         return list(passages)
     note(
@@ -142,6 +149,18 @@ def cap_documents(passages: Sequence[Passage], limits: WorkLimits) -> list[Passa
         f"{limits.max_documents} per call were not read (WorkLimits.max_documents)"
     )
     return list(passages[: limits.max_documents])
+
+
+def cap_query(query: str, limits: WorkLimits) -> str:
+    """The first :attr:`WorkLimits.max_query_chars` characters of ``query``; records a note
+    when the cap binds."""
+    if len(query) <= limits.max_query_chars:
+        return query
+    note(
+        f"work cap: the question's {len(query)} characters were read to their first "
+        f"{limits.max_query_chars} (WorkLimits.max_query_chars)"
+    )
+    return query[: limits.max_query_chars]
 
 
 def cap_titles(passages: Sequence[Passage], limits: WorkLimits) -> list[Passage]:
@@ -213,6 +232,7 @@ __all__ = [
     "MAX_TITLE_CHARS",
     "WorkLimits",
     "cap_documents",
+    "cap_query",
     "cap_titles",
     "cap_triples",
     "check_limits",

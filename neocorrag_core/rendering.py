@@ -3,16 +3,24 @@
 A passage is rendered ``title: text`` (the text alone when it has no title) wherever it is
 embedded, indexed, shown to a filter or read by the answering model, so a change of format
 happens here once. A chain is linearized ``h - r -> t <- r2 - h2`` (:func:`linearize`), and
-the chain block handed to the reader is built by :func:`render_chains`. Depends on nothing
-else in the package: it reads attributes (``title``/``text``, ``subject``/``relation``/
-``object``, ``triples``/``forward``), so ``types`` can use it without an import cycle.
+the chain block handed to the reader is built by :func:`render_chains`. It reads attributes
+(``title``/``text``, ``subject``/``relation``/``object``, ``triples``/``forward``), so it
+renders the package's types and look-alikes; a mining result is rendered by
+:func:`chain_text` and :func:`result_context`. Rendering asks the types, never the reverse:
+it imports :mod:`neocorrag_core.types` (plain data, which imports no rendering).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Sequence
-from typing import Literal, Protocol
+from typing import Protocol
+
+# The chain formats are plain data (a field of MiningResult); these names stay importable
+# from here.
+from neocorrag_core.types import CHAIN_FORMATS as CHAIN_FORMATS
+from neocorrag_core.types import ChainFormat as ChainFormat
+from neocorrag_core.types import MiningResult
 
 
 class TitledText(Protocol):
@@ -43,10 +51,6 @@ class Fact(Protocol):
 
     @property
     def object(self) -> str: ...
-
-
-ChainFormat = Literal["compact", "linking", "full", "none"]
-CHAIN_FORMATS: tuple[ChainFormat, ...] = ("compact", "linking", "full", "none")
 
 
 CHAIN_BLOCK_HEADER = "Evidence chains:"
@@ -256,6 +260,24 @@ def render_context(
     return "\n\n".join(blocks)
 
 
+def chain_text(result: MiningResult) -> str:
+    """A mining result's chains as the short block for the answering model ('' when none):
+    :func:`render_chains` in the result's ``chain_format``, at most its ``max_chain_lines``
+    lines (``"linking"`` leaves out the chains one kept passage states whole)."""
+    return render_chains(
+        result.chains,
+        chain_format=result.chain_format,
+        kept_ids=[k.passage.id for k in result.kept],
+        max_lines=result.max_chain_lines,
+    )
+
+
+def result_context(result: MiningResult, *, chains_first: bool = True) -> str:
+    """A mining result's answer-ready context: its chain block (:func:`chain_text`; none by
+    default, ``chain_format="none"``) and its kept passages, blank-line separated."""
+    return render_context(result.passages, chain_text(result), chains_first=chains_first)
+
+
 __all__ = [
     "CHAIN_BLOCK_HEADER",
     "CHAIN_FORMATS",
@@ -263,6 +285,7 @@ __all__ = [
     "Fact",
     "HasText",
     "TitledText",
+    "chain_text",
     "flatten",
     "focus_text",
     "linearize",
@@ -270,5 +293,6 @@ __all__ = [
     "render_context",
     "render_passage",
     "render_passages",
+    "result_context",
     "split_sentences",
 ]

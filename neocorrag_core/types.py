@@ -2,19 +2,28 @@
 
 Every stage takes and returns these frozen dataclasses, so each stage can be
 tested alone and the adapters only translate framework objects to and from them.
+
+Plain data only: nothing here knows how it is rendered. :mod:`neocorrag_core.rendering`
+asks these types (``rendering.chain_text(result)``, ``rendering.result_context(result)``),
+never the reverse; this module imports neither rendering nor any of the three systems (an
+architecture test holds it to that).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from neocorrag_core.cost import Cost
 from neocorrag_core.errors import InputError
-from neocorrag_core.rendering import ChainFormat, render_chains, render_context
 from neocorrag_core.validation import clean_text
+
+ChainFormat = Literal["compact", "linking", "full", "none"]
+"""How a result's chain block is written (:func:`neocorrag_core.rendering.render_chains`)."""
+CHAIN_FORMATS: tuple[ChainFormat, ...] = ("compact", "linking", "full", "none")
 
 
 @dataclass(frozen=True)
@@ -230,27 +239,43 @@ class MiningResult(Cost):
     """Budgets that changed what this call did: a search that hit its work cap, a decoding
     prompt that could not fit (decoding then took the search order)."""
     chain_format: ChainFormat = "none"
-    """How :attr:`chain_text` writes the chains (``MinerConfig.chain_format``; ``"none"``,
-    the default, writes no block)."""
+    """How :func:`~neocorrag_core.rendering.chain_text` writes the chains
+    (``MinerConfig.chain_format``; ``"none"``, the default, writes no block)."""
     max_chain_lines: int | None = 2
-    """At most this many lines in :attr:`chain_text` (``MinerConfig.max_chain_lines``)."""
+    """At most this many lines in :func:`~neocorrag_core.rendering.chain_text`
+    (``MinerConfig.max_chain_lines``)."""
 
     @property
     def passages(self) -> list[Passage]:
         """The refined passages, in their original retrieval order."""
         return [k.passage for k in self.kept]
 
+    # Deprecated (kept for one release): plain data does not render itself. Each imports
+    # rendering when called, never at module level (the architecture test allows exactly
+    # these two function-level imports until they are removed).
     @property
     def chain_text(self) -> str:
-        """The chains rendered as a short block for the answering model ('' when none)."""
-        return render_chains(
-            self.chains,
-            chain_format=self.chain_format,
-            kept_ids=[k.passage.id for k in self.kept],
-            max_lines=self.max_chain_lines,
-        )
+        """Deprecated: use :func:`neocorrag_core.rendering.chain_text` (``chain_text(result)``)."""
+        from neocorrag_core.rendering import chain_text
+
+        _deprecated("MiningResult.chain_text", "neocorrag_core.rendering.chain_text(result)")
+        return chain_text(self)
 
     def context(self, *, chains_first: bool = True) -> str:
-        """Answer-ready context: the chain block (none by default, ``chain_format``) and
-        the kept passages."""
-        return render_context(self.passages, self.chain_text, chains_first=chains_first)
+        """Deprecated: use :func:`neocorrag_core.rendering.result_context`
+        (``result_context(result, chains_first=...)``)."""
+        from neocorrag_core.rendering import result_context
+
+        _deprecated(
+            "MiningResult.context()",
+            "neocorrag_core.rendering.result_context(result, chains_first=...)",
+        )
+        return result_context(self, chains_first=chains_first)
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(
+        f"{old} is deprecated and will be removed in the next release; use {new}",
+        DeprecationWarning,
+        stacklevel=3,  # the caller of the deprecated member
+    )

@@ -15,7 +15,7 @@ import reprlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from numbers import Integral
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
@@ -24,7 +24,9 @@ from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.evireform import EvidenceReformulator
 from neocorrag_core.evireform.provenance import provenance_in_metadata
+from neocorrag_core.limits import cap_documents, collecting_notes
 from neocorrag_core.models import LazyModels
+from neocorrag_core.rendering import chain_text
 from neocorrag_core.triples import DefaultTripleSource, TripleSource
 from neocorrag_core.types import MiningResult, Passage
 from neocorrag_core.validation import Settings, check_bool, check_choice, check_instance, clean_text
@@ -283,6 +285,16 @@ _DIAL = ("keep", "top_n", "decoding", "beam_width")
 """The MinerConfig fields that are the refiner's own settings (the rest: ``miner_config``)."""
 
 
+class RefineCall(NamedTuple):
+    """One refiner call as :meth:`RefinerSettings.check_call` checked it."""
+
+    query: str
+    documents: list[Any]
+    fields: list[Fields]
+    config: MinerConfig
+    """The configuration the call runs (the adapter's settings over its miner's)."""
+
+
 class RefinerSettings(EngineSettings, BaseModel):
     """The refiner's settings and the miner it drives; both frameworks' refiners subclass it.
 
@@ -412,26 +424,27 @@ class RefinerSettings(EngineSettings, BaseModel):
         """Load the engine's models and open its store now, not at the first call."""
         self._miner.warm_up()
 
-    def describe_engine(self) -> str:
-        """A short model description for events and logs (loads nothing)."""
-        decoding = self.effective_config().decoding
+    def describe_engine(self, config: MinerConfig | None = None) -> str:
+        """A short model description for events and logs (loads nothing); ``config``: the
+        call's (:meth:`effective_config` when ``None``)."""
+        decoding = (config or self.effective_config()).decoding
         return f"neocorrag/{decoding}" + (f":{self.lm}" if self.lm and decoding != "none" else "")
 
-    def check_call(self, query: Any, documents: Any) -> tuple[str, list[Any], list[Fields]]:
-        """The query and the documents of one call, checked once, here at the edge: the
-        query, the documents, and what is read of each (an ``InputError`` for a foreign
-        object or field)."""
+    def check_call(self, query: Any, documents: Any) -> RefineCall:
+        """One call, checked once, here at the edge: the query, the documents, what is read
+        of each (an ``InputError`` for a foreign object or field), and the configuration
+        the call runs (resolved once)."""
         owner = self._owner()
         query = check_query(owner, query)
         documents = check_sequence(owner, self.documents_name, documents, self.documents_kind)
         fields = [read_fields(i, self._fields(i, doc)) for i, doc in enumerate(documents)]
-        return query, documents, fields
+        return RefineCall(query, documents, fields, self.effective_config())
 
-    def refine(self, query: str, documents: list[Any], fields: list[Fields]) -> list[Any]:
-        """Refine ``documents`` for ``query`` (as :meth:`check_call` returns them): their
-        fields become passages, the miner's result copies of the kept documents (blocking;
-        the async methods run it in one worker thread)."""
-        config = self.effective_config()
+    def refine(self, call: RefineCall) -> list[Any]:
+        """Refine the call's documents (as :meth:`check_call` returns them): their fields
+        become passages, the miner's result copies of the kept documents (blocking; the
+        async methods run it in one worker thread)."""
+        query, documents, fields, config = call
         if not documents:
             return []
         # A chain document of an earlier refinement is our output, not evidence: it is not
@@ -439,12 +452,17 @@ class RefinerSettings(EngineSettings, BaseModel):
         positions = [
             i for i, item in enumerate(fields) if item[2].get(IS_EVIDENCE_CHAINS) is not True
         ] or list(range(len(documents)))
-        passages = to_passages([fields[i] for i in positions])
+        # Documents past the engine's cap are not even made passages: dropped, unread.
+        with collecting_notes() as capped:
+            read = cap_documents(positions, self._miner.limits)
+        passages = to_passages([fields[i] for i in read])
         # What an EviReform retriever before this refiner knows: a hop it searched for on
         # purpose is kept even when nothing links it to the other documents.
         found = provenance_in_metadata(passages)
         result = self._miner.mine_unchecked(query, passages, config, provenance=found)
-        return self._output(query, documents, [f[0] for f in fields], positions, passages, result)
+        result.notes = [*capped, *result.notes]
+        doc_ids = [f[0] for f in fields]
+        return self._output(query, documents, doc_ids, positions, passages, result, len(read))
 
     def _output(
         self,
@@ -454,7 +472,10 @@ class RefinerSettings(EngineSettings, BaseModel):
         positions: list[int],
         passages: list[Passage],
         result: MiningResult,
+        read: int,
     ) -> list[Any]:
+        """The kept documents' copies and the run metadata; ``positions[read:]`` were not
+        read (past ``WorkLimits.max_documents``) and count as dropped."""
         index_of = {p.id: positions[j] for j, p in enumerate(passages)}
 
         def ranks(passage_ids: Any) -> list[int]:
@@ -483,7 +504,7 @@ class RefinerSettings(EngineSettings, BaseModel):
                     "lm_logprob": None if chain.lm_logprob is None else float(chain.lm_logprob),
                 }
             )
-        dropped = [positions[d.rank - 1] for d in result.dropped]
+        dropped = [positions[d.rank - 1] for d in result.dropped] + positions[read:]
         run = {
             CHAINS: chains,
             DROPPED_RANKS: [i + 1 for i in dropped],
@@ -492,7 +513,7 @@ class RefinerSettings(EngineSettings, BaseModel):
             TIMINGS: dict(result.timings),
             NOTES: list(result.notes),
         }
-        block = result.chain_text if self.include_chains else ""
+        block = chain_text(result) if self.include_chains else ""
         out: list[Any] = []
         for k in result.kept:
             added = {
@@ -542,6 +563,7 @@ __all__ = [
     "EngineSettings",
     "Fields",
     "ModelsSource",
+    "RefineCall",
     "RefinerSettings",
     "check_call_k",
     "check_query",

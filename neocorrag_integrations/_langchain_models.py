@@ -22,7 +22,13 @@ from langchain_core.runnables.config import merge_configs
 
 from neocorrag_core.lm.chat import ChatModel, ChatReply, Messages, text_reply
 
-from ._models import FrameworkChatModel, check_wrappable, is_our_embeddings, reported_count
+from ._models import (
+    FrameworkChatModel,
+    check_wrappable,
+    is_our_embeddings,
+    reported_count,
+    shared_embedder,
+)
 
 _ROLES = {"system": "system", "user": "human", "assistant": "ai"}
 
@@ -134,12 +140,13 @@ def as_embedder(embeddings: Any) -> Any:
     <neocorrag_core.models.resolve_embedder>` wraps it in a cached, normalising
     ``TextEmbedder``).
 
-    Our own ``NeocorRAGEmbeddings`` is returned as it is (the core shares the embedder behind
-    it). A LlamaIndex embedding or an object without ``embed_documents`` raises
-    :class:`~neocorrag_core.errors.ConfigError`.
+    Our own ``NeocorRAGEmbeddings`` (or the other adapter's) becomes a
+    :class:`~neocorrag_core.models.LazyEmbedder` over the embedder behind it, which the core
+    shares (resolved on first use). A LlamaIndex embedding or an object without
+    ``embed_documents`` raises :class:`~neocorrag_core.errors.ConfigError`.
     """
     if is_our_embeddings(embeddings):
-        return embeddings
+        return shared_embedder(embeddings)
     check_wrappable(
         embeddings,
         function="as_embedder",

@@ -23,7 +23,13 @@ from llama_index.core.base.llms.base import BaseLLM
 
 from neocorrag_core.lm.chat import ChatModel, ChatReply, Messages, text_reply
 
-from ._models import FrameworkChatModel, check_wrappable, is_our_embeddings, reported_count
+from ._models import (
+    FrameworkChatModel,
+    check_wrappable,
+    is_our_embeddings,
+    reported_count,
+    shared_embedder,
+)
 
 
 def messages_as_text(messages: Messages) -> str:
@@ -114,12 +120,13 @@ def as_embedder(embed_model: Any) -> Any:
     <neocorrag_core.models.resolve_embedder>` wraps it in a cached, normalising
     ``TextEmbedder``).
 
-    Our own ``NeocorRAGEmbedding`` is returned as it is (the core shares the embedder behind
-    it). A LangChain object or an object without ``get_text_embedding_batch`` raises
-    :class:`~neocorrag_core.errors.ConfigError`.
+    Our own ``NeocorRAGEmbedding`` (or the other adapter's) becomes a
+    :class:`~neocorrag_core.models.LazyEmbedder` over the embedder behind it, which the core
+    shares (resolved on first use). A LangChain object or an object without
+    ``get_text_embedding_batch`` raises :class:`~neocorrag_core.errors.ConfigError`.
     """
     if is_our_embeddings(embed_model):
-        return embed_model
+        return shared_embedder(embed_model)
     check_wrappable(
         embed_model,
         function="as_embedder",

@@ -9,8 +9,10 @@ checks against its real classes; :mod:`neocorrag_integrations._translate` applie
 what the adapters receive. Here is what both translations share:
 :class:`FrameworkChatModel` (the framework's structured output for the schema where it
 offers one, built once per schema; its text answer otherwise, or when the structured call
-fails or returns nothing), the model's name in store keys, reported token counts, and what
-``as_chat_model`` / ``as_embedder`` refuse (:func:`check_wrappable`).
+fails or returns nothing), the model's name in store keys, reported token counts, our own
+embeddings objects as the core takes them (:func:`shared_embedder`), and what
+``as_chat_model`` / ``as_embedder`` refuse (:func:`check_wrappable`, which tells the
+frameworks apart with :func:`framework_of`: the core never does).
 
 Imports neither framework.
 """
@@ -23,7 +25,7 @@ from typing import Any
 
 from neocorrag_core.errors import ConfigError
 from neocorrag_core.lm.chat import ChatReply, Messages, is_local_lm_spec, structured_reply
-from neocorrag_core.models.errors import framework_of
+from neocorrag_core.models import LazyEmbedder
 
 logger = logging.getLogger(__name__)
 
@@ -127,12 +129,38 @@ def reported_count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def framework_of(obj: Any) -> str | None:
+    """``"LangChain"`` or ``"LlamaIndex"`` when ``obj`` is an instance of a class defined in
+    one of those frameworks' packages (``langchain*``, ``llama_index``; its own class or a
+    base class), else ``None``.
+
+    Read from the module names of the classes alone: nothing is imported and no method of
+    ``obj`` is looked up. The adapters use it to refuse the other framework's object with
+    that framework's adapter function; the core never tells frameworks apart."""
+    for cls in type(obj).__mro__:
+        top = (getattr(cls, "__module__", None) or "").partition(".")[0]
+        if top.startswith("langchain"):
+            return "LangChain"
+        if top == "llama_index":
+            return "LlamaIndex"
+    return None
+
+
 def is_our_embeddings(value: Any) -> bool:
     """Whether ``value`` is one of our own embeddings objects (``NeocorRAGEmbeddings``,
-    ``NeocorRAGEmbedding``): their ``text_embedder()`` hands the core the very
-    :class:`~neocorrag_core.models.TextEmbedder` behind them (one model, one cache, the
-    persistent vector cache's identity), so they are never translated."""
+    ``NeocorRAGEmbedding``): the core gets the very
+    :class:`~neocorrag_core.models.TextEmbedder` behind them (:func:`shared_embedder`), not
+    an encode function over their framework methods."""
     return callable(getattr(value, "text_embedder", None)) and not isinstance(value, type)
+
+
+def shared_embedder(value: Any) -> LazyEmbedder:
+    """One of our own embeddings objects (:func:`is_our_embeddings`) as the core takes it: a
+    :class:`~neocorrag_core.models.LazyEmbedder` over its ``text_embedder()``, so an engine
+    shares the embedder behind it (one model, one cache: a query the retriever embedded is
+    not embedded again; its identity keeps the persistent vector cache in use), resolved on
+    the engine's first use, as before. Pickles with the object."""
+    return LazyEmbedder(value.text_embedder)
 
 
 _MODULES = {"LangChain": "langchain", "LlamaIndex": "llama_index"}
@@ -174,7 +202,9 @@ def check_wrappable(
 __all__ = [
     "FrameworkChatModel",
     "check_wrappable",
+    "framework_of",
     "is_our_embeddings",
     "model_name_of",
     "reported_count",
+    "shared_embedder",
 ]

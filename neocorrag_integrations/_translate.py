@@ -4,8 +4,10 @@ Every adapter calls :func:`engine_embedder` on the ``embedder=`` and :func:`engi
 ``llm=`` it receives: a LangChain or LlamaIndex object is translated by its framework's
 module (:mod:`._langchain_models`, :mod:`._llama_index_models`), recognised by its real
 class and only when that framework is loaded (an object of a framework implies its package
-was imported; none is imported here otherwise). Anything else goes to the core as it is,
-which resolves it or says what to pass instead.
+was imported; none is imported here otherwise); our own embeddings objects become a
+:class:`~neocorrag_core.models.LazyEmbedder` sharing the embedder behind them. Anything
+else goes to the core as it is, which resolves it or says what to pass instead (the core
+recognises no framework).
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from types import ModuleType
 from typing import Any
 
 from neocorrag_core.lm.chat import ChatModel, is_local_lm_spec
-from neocorrag_core.models import TextEmbedder
+from neocorrag_core.models import LazyEmbedder, TextEmbedder
 
-from ._models import is_our_embeddings
+from ._models import is_our_embeddings, shared_embedder
 
 
 def _loaded_frameworks() -> list[ModuleType]:
@@ -39,13 +41,14 @@ def _loaded_frameworks() -> list[ModuleType]:
 
 def engine_embedder(value: Any) -> Any:
     """``value`` as the core takes an embedder: a LangChain ``Embeddings`` or a LlamaIndex
-    ``BaseEmbedding`` becomes its framework's encode function (``as_embedder``); ``None``,
-    names, paths, callables, ``TextEmbedder`` objects and our own embeddings objects go
-    as they are (the core resolves them lazily, or says what to pass instead)."""
-    if value is None or isinstance(value, (str, os.PathLike, TextEmbedder)):
+    ``BaseEmbedding`` becomes its framework's encode function (``as_embedder``), our own
+    ``NeocorRAGEmbeddings`` / ``NeocorRAGEmbedding`` a ``LazyEmbedder`` over the embedder
+    behind it; ``None``, names, paths, callables and ``TextEmbedder`` / ``LazyEmbedder``
+    objects go as they are (the core resolves them lazily, or says what to pass instead)."""
+    if value is None or isinstance(value, (str, os.PathLike, TextEmbedder, LazyEmbedder)):
         return value
     if is_our_embeddings(value):
-        return value
+        return shared_embedder(value)
     for module in _loaded_frameworks():
         encode = module.embedder_of(value)
         if encode is not None:

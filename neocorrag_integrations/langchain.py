@@ -40,7 +40,6 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 from neocorrag_core.belief import BeliefConfig, BeliefController
 from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.models import TextEmbedder, resolve_embedder
-from neocorrag_core.models.errors import framework_of
 from neocorrag_core.once import LoadOnce
 from neocorrag_integrations._belief import BeliefEngine, question_of, result_fields
 from neocorrag_integrations._common import (
@@ -56,6 +55,7 @@ from neocorrag_integrations._langchain_models import (
     as_chat_model,
     as_embedder,
 )
+from neocorrag_integrations._models import framework_of
 from neocorrag_integrations._reformulation import ReformulationSettings
 from neocorrag_integrations._translate import engine_embedder, engine_lm
 from neocorrag_integrations.langchain_ingest import TripleExtractorTransformer, document_fields
@@ -106,13 +106,13 @@ class NeocorRAGCompressor(RefinerSettings, BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """Refine ``documents`` (in retrieval order) for ``query``."""
-        return self.refine(*self.check_call(query, documents))
+        return self.refine(self.check_call(query, documents))
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """Async :meth:`compress_documents`: the work runs in one worker thread."""
-        return await asyncio.to_thread(self.refine, *self.check_call(query, documents))
+        return await asyncio.to_thread(self.refine, self.check_call(query, documents))
 
     def _fields(self, position: int, document: Any) -> Fields:
         return _read(position, document)

@@ -45,6 +45,7 @@ from neocorrag_core.validation import check_bool, check_instance, clean_text
 from neocorrag_integrations._belief import ABSTAIN_MESSAGE, BeliefEngine, result_fields
 from neocorrag_integrations._common import (
     Fields,
+    RefineCall,
     RefinerSettings,
     check_query,
     check_sequence,
@@ -138,11 +139,11 @@ class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        query, nodes, fields = self._started(nodes, query_bundle)
+        call = self._started(nodes, query_bundle)
         with self.callback_manager.event(
-            CBEventType.RERANKING, payload=self._payload(nodes, query)
+            CBEventType.RERANKING, payload=self._payload(call)
         ) as event:
-            out = self.refine(query, nodes, fields)
+            out = self.refine(call)
             event.on_end(payload={EventPayload.NODES: out})
         dispatcher.event(ReRankEndEvent(nodes=out))
         return out
@@ -150,32 +151,33 @@ class NeocorRAGPostprocessor(RefinerSettings, BaseNodePostprocessor):
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        query, nodes, fields = self._started(nodes, query_bundle)
+        call = self._started(nodes, query_bundle)
         with self.callback_manager.event(
-            CBEventType.RERANKING, payload=self._payload(nodes, query)
+            CBEventType.RERANKING, payload=self._payload(call)
         ) as event:
-            out = await asyncio.to_thread(self.refine, query, nodes, fields)
+            out = await asyncio.to_thread(self.refine, call)
             event.on_end(payload={EventPayload.NODES: out})
         dispatcher.event(ReRankEndEvent(nodes=out))
         return out
 
-    def _started(
-        self, nodes: Any, query_bundle: QueryBundle | None
-    ) -> tuple[str, list[NodeWithScore], list[Fields]]:
-        query = _bundle_text(query_bundle)
-        query, nodes, fields = self.check_call(query, nodes)
-        top_n, model = self.effective_config().kept_top_n, self.describe_engine()
+    def _started(self, nodes: Any, query_bundle: QueryBundle | None) -> RefineCall:
+        call = self.check_call(_bundle_text(query_bundle), nodes)
         dispatcher.event(
-            ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=top_n, model_name=model)
+            ReRankStartEvent(
+                query=query_bundle,
+                nodes=call.documents,
+                top_n=call.config.kept_top_n,
+                model_name=self.describe_engine(call.config),
+            )
         )
-        return query, nodes, fields
+        return call
 
-    def _payload(self, nodes: list[NodeWithScore], query: str) -> dict[str, object]:
+    def _payload(self, call: RefineCall) -> dict[str, object]:
         return {
-            EventPayload.NODES: nodes,
-            EventPayload.MODEL_NAME: self.describe_engine(),
-            EventPayload.QUERY_STR: query,
-            EventPayload.TOP_K: self.effective_config().kept_top_n,
+            EventPayload.NODES: call.documents,
+            EventPayload.MODEL_NAME: self.describe_engine(call.config),
+            EventPayload.QUERY_STR: call.query,
+            EventPayload.TOP_K: call.config.kept_top_n,
         }
 
     def _fields(self, position: int, document: Any) -> Fields:

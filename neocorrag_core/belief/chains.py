@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.errors import ConfigError
-from neocorrag_core.rendering import CHAIN_BLOCK_HEADER, CHAIN_FORMATS, ChainFormat
-from neocorrag_core.types import Passage
+from neocorrag_core.rendering import CHAIN_BLOCK_HEADER, chain_text
+from neocorrag_core.types import CHAIN_FORMATS, ChainFormat, Passage
 from neocorrag_core.validation import check_choice, check_instance
 
 from .components import Usage, Verifier, VerifierReply
@@ -93,7 +93,7 @@ class ChainEvidenceVerifier:
         result = self.miner.mine(question, list(passages), **overrides)
         usage = Usage(int(result.prompt_tokens), int(result.generated_tokens))
         # Every line: the miner's line cap is for a reader, like its format.
-        block = replace(result, chain_format=self.chain_format, max_chain_lines=None).chain_text
+        block = chain_text(replace(result, chain_format=self.chain_format, max_chain_lines=None))
         return chain_document(block, passages), usage
 
     def verify(

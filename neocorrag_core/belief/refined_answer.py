@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from neocorrag_core.chains.miner import EvidenceChainMiner
+from neocorrag_core.rendering import chain_text
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import check_instance
 
@@ -47,7 +48,7 @@ def refine_for_answer(
     result = miner.mine(question, mined)
     kept = {p.id: p for p in result.passages}
     shown = [kept.get(p.id, p) for p in passages if p.id in whole or p.id in kept]
-    chains = chain_document(result.chain_text, shown)
+    chains = chain_document(chain_text(result), shown)
     if chains is not None:
         # Last, unlike the verifier's: a generator whose prompt holds as many documents as
         # the workspace (the default budget) then cuts the block, never a passage.

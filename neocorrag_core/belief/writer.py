@@ -20,9 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from neocorrag_core.chains.query_entities import capitalized_spans, question_spans
 from neocorrag_core.evireform.propositions import build_propositions, relation_sentences
-from neocorrag_core.evireform.relations import open_relation_words, qualify, relation_words
 from neocorrag_core.evireform.residual import (
     bridge_entities,
     bridge_entity_queries,
@@ -35,6 +33,8 @@ from neocorrag_core.lm.chat import ChatModel, chat_model_or_none
 from neocorrag_core.lm.generation import chat_prompt_ids, greedy_generate
 from neocorrag_core.lm.prompt_budget import Clip, PromptTooLongError, fit_prompt, prompt_limit
 from neocorrag_core.models import LazyModels
+from neocorrag_core.text.capitals import capitalized_spans, question_spans
+from neocorrag_core.text.relations import open_relation_words, qualify, relation_words
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.triples.base import triples_per_passage
 from neocorrag_core.triples.precomputed import triple_source_or_default

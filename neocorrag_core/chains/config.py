@@ -19,7 +19,7 @@ from neocorrag_core.lm.prompt_budget import (
     DEFAULT_QUESTION_TOKENS,
     DEFAULT_TITLE_TOKENS,
 )
-from neocorrag_core.rendering import CHAIN_FORMATS, ChainFormat
+from neocorrag_core.types import CHAIN_FORMATS, ChainFormat
 from neocorrag_core.validation import (
     Settings,
     check_bool,
@@ -43,8 +43,41 @@ KEEP_MODES: dict[str, tuple[int, bool, bool, bool]] = {
     "paper": (2, True, False, False),
 }
 """Keep mode -> (default top_n, keep chain-cited passages, keep query-entity passages, keep
-bridge passages). The operating points each mode
+bridge passages); read only by :func:`keep_rule`. The operating points each mode
 reached on the dev split are in docs/benchmarks.md ("Refinement that keeps the evidence")."""
+
+
+@dataclass(frozen=True)
+class KeepRule:
+    """What the keep stage keeps, decoded once from a keep mode and its overrides."""
+
+    top_n: int
+    """Passages kept by retrieval rank alone."""
+    chain_sources: bool
+    """Below the top-N, keep the passages a chosen chain cites."""
+    query_entities: bool
+    """Below the top-N, keep the passages about something the question names."""
+    bridges: bool
+    """Below the top-N, keep the passages linked to an anchor passage."""
+
+    @property
+    def uses_links(self) -> bool:
+        """Whether the rule keeps passages by their links, which need no chain."""
+        return self.query_entities or self.bridges
+
+
+def keep_rule(
+    keep: KeepMode, *, top_n: int | None = None, chain_support: bool | None = None
+) -> KeepRule:
+    """The rule keep mode ``keep`` runs: its defaults, with ``top_n`` and ``chain_support``
+    (``None``: the mode's own) in their place. The one place the mode table is read."""
+    default_top_n, chain_sources, query_entities, bridges = KEEP_MODES[keep]
+    return KeepRule(
+        top_n=default_top_n if top_n is None else top_n,
+        chain_sources=chain_sources if chain_support is None else chain_support,
+        query_entities=query_entities,
+        bridges=bridges,
+    )
 
 
 @dataclass(frozen=True)
@@ -159,7 +192,7 @@ class MinerTuning(Settings):
 
     def keeps_chain_sources(self, keep: KeepMode) -> bool:
         """``chain_support``, or the keep mode ``keep``'s default when it is ``None``."""
-        return KEEP_MODES[keep][1] if self.chain_support is None else self.chain_support
+        return keep_rule(keep, chain_support=self.chain_support).chain_sources
 
 
 @dataclass(frozen=True)
@@ -224,7 +257,7 @@ class MinerConfig(Settings):
             for "When did X die?"); use ``"none"`` where such answers matter.
         chain_format: how the chain block handed to the reader is written, if at all.
             ``"none"`` (default since ``miner-8``) hands the reader no block:
-            ``result.context()`` is the kept passages, the adapters add no chain document
+            ``result_context(result)`` is the kept passages, the adapters add no chain document
             and put the chain metadata on the first kept document. The chains still pick
             the evidence sentences the kept passages are cut to (``passage_focus``) and
             stay in ``result.chains`` and the metadata; which passages are kept does not
@@ -300,14 +333,13 @@ class MinerConfig(Settings):
     @property
     def kept_top_n(self) -> int:
         """``top_n``, or the keep mode's default when it is ``None``."""
-        return KEEP_MODES[self.keep][0] if self.top_n is None else self.top_n
+        return keep_rule(self.keep, top_n=self.top_n).top_n
 
     @property
     def keeps_links(self) -> bool:
         """Whether the keep mode keeps passages by their links (query entity or bridge),
         which need no chain."""
-        _, _, entities, bridges = KEEP_MODES[self.keep]
-        return entities or bridges
+        return keep_rule(self.keep).uses_links
 
 
 def miner_settings(

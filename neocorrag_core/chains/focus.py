@@ -19,7 +19,7 @@ Weston-super-Mare" for "the place of birth of the director of film ...". Rules
 ``focus-1`` cut such sentences, and on the 2Wiki tune half that cost the 0.5B reader two
 of its four lost answers (docs/lab-log.md, "Passage focus that keeps the relation").
 A sentence covers a relation word as EviReform's residual queries test it
-(:func:`neocorrag_core.evireform.relations.covers`: the same first five letters, or a
+(:func:`neocorrag_core.text.relations.covers`: the same first five letters, or a
 listed equivalent such as "married" for "spouse").
 """
 
@@ -29,10 +29,10 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from neocorrag_core.chains.graph import normalize_entity
 from neocorrag_core.chains.links import entity_keys, is_name, mentions
-from neocorrag_core.evireform.relations import covers, relation_words
 from neocorrag_core.rendering import split_sentences
+from neocorrag_core.text.entities import normalize_entity
+from neocorrag_core.text.relations import covers, relation_words
 from neocorrag_core.types import EvidenceChain, KeepReason, KeptPassage, Triple
 
 FOCUSED_REASONS = (KeepReason.QUERY_ENTITY, KeepReason.BRIDGE, KeepReason.CHAIN)
@@ -50,13 +50,13 @@ FOCUS_RULES = "focus-3"
 changes. ``focus-1``: lead and named entities; ``focus-2``: also the sentences that state
 a relation word of the question; ``focus-3``: a name inside a sentence ("Neil Young")
 states a relation word only by its own letters, not through the listed equivalents
-(:mod:`~neocorrag_core.evireform.relations`)."""
+(:mod:`~neocorrag_core.text.relations`)."""
 
 
 def evidence_sentences(text: str, names: Iterable[str], relations: Sequence[str] = ()) -> str:
     """The lead sentence of ``text`` and every later sentence that names one of ``names``
     (whole words, case and spacing ignored) or covers one of the relation words
-    ``relations`` (:func:`~neocorrag_core.evireform.relations.covers`), in order, joined by
+    ``relations`` (:func:`~neocorrag_core.text.relations.covers`), in order, joined by
     single spaces."""
     keys = {normalize_entity(n) for n in names} - {""}
     sentences = split_sentences(text)
@@ -88,7 +88,7 @@ def focus_kept(
             common nouns the n-gram matcher also finds, are not names and are ignored).
         chains: the chosen chains.
         question: the question; the sentences that state one of its relation words
-            (:func:`~neocorrag_core.evireform.relations.relation_words`) are kept. Empty:
+            (:func:`~neocorrag_core.text.relations.relation_words`) are kept. Empty:
             the ``focus-1`` rules (names only).
         reasons: the keep reasons whose passages are cut (:data:`FOCUSED_REASONS`, or
             :data:`ALL_FOCUSED_REASONS` to cut the top-N passages too).

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from neocorrag_core.chains.config import KEEP_MODES, KeepMode
+from neocorrag_core.chains.config import KeepMode, keep_rule
 from neocorrag_core.chains.links import PassageLinks
 from neocorrag_core.types import (
     DroppedPassage,
@@ -59,9 +59,8 @@ def refine_passages(
     (``EVIDENCE``): a hop searched for must not be dropped as unlinked. A passage the
     retrieval knows nothing about is decided as before.
     """
-    _, use_chains, use_entities, use_bridges = KEEP_MODES[keep]
-    if chain_support is not None:
-        use_chains = chain_support
+    rule = keep_rule(keep, top_n=top_n, chain_support=chain_support)
+    use_chains, use_entities, use_bridges = rule.chain_sources, rule.query_entities, rule.bridges
     if (use_entities or use_bridges) and (links is None or len(links) != len(passages)):
         raise ValueError(f"keep={keep!r} needs links for every passage (link_passages)")
     compared = comparison and use_entities and sum(link.titled for link in links or ()) >= 2
@@ -84,7 +83,7 @@ def refine_passages(
                 reason = KeepReason.QUERY_ENTITY
             elif link.named:
                 reason = KeepReason.BRIDGE
-        elif rank <= top_n:
+        elif rank <= rule.top_n:
             reason = KeepReason.TOP_N
         elif use_chains and chain_ids:
             reason = KeepReason.CHAIN

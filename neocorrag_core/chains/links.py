@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from neocorrag_core.chains.graph import normalize_entity
+from neocorrag_core.text.entities import normalize_entity
 from neocorrag_core.types import Passage, Triple
 
 _MIN_TOPIC_CHARS = 3

@@ -13,7 +13,7 @@ from typing import Any
 from neocorrag_core.chains.config import MinerConfig, MinerTuning, miner_settings
 from neocorrag_core.chains.diagnosis import loss_stages
 from neocorrag_core.chains.focus import CUT_REASONS, focus_kept
-from neocorrag_core.chains.graph import EvidenceGraph, normalization_memo
+from neocorrag_core.chains.graph import EvidenceGraph
 from neocorrag_core.chains.keep import passthrough, refine_passages
 from neocorrag_core.chains.links import is_comparison, link_passages
 from neocorrag_core.chains.path_search import (
@@ -27,6 +27,7 @@ from neocorrag_core.errors import InputError, StoreError
 from neocorrag_core.limits import (
     WorkLimits,
     cap_documents,
+    cap_query,
     cap_titles,
     cap_triples,
     check_limits,
@@ -42,6 +43,7 @@ from neocorrag_core.lm.prompt_budget import (
     prompt_limit,
 )
 from neocorrag_core.models import LazyModels, VectorCache, text_key
+from neocorrag_core.text.entities import normalization_memo
 from neocorrag_core.timing import timed
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.triples.base import triples_per_passage
@@ -213,7 +215,9 @@ class EvidenceChainMiner:
         # The work caps that bound (WorkLimits) are noted; entity keys are memoised per call.
         with collecting_notes() as capped, normalization_memo():
             read = cap_documents(passages, self.limits)
-            result = self._mine(query, read, config, tuning, timings, diagnose, provenance or {})
+            asked = cap_query(query, self.limits)
+            result = self._mine(asked, read, config, tuning, timings, diagnose, provenance or {})
+        result.query = query
         _hand_back_whole(result, passages, len(read))
         if capped:
             result.notes = [*capped, *(n for n in result.notes if n not in capped)]

@@ -36,7 +36,7 @@ from neocorrag_core.cli.failures import error_line, quiet_stdout, watch_stdout
 from neocorrag_core.cli.index import add_index_parser, at_least_one
 from neocorrag_core.errors import NeocorragError
 from neocorrag_core.formats import DataFormatError, read_json_or_lines
-from neocorrag_core.rendering import render_passages
+from neocorrag_core.rendering import chain_text, render_passages, result_context
 from neocorrag_core.types import KeepReason, MiningResult, Passage
 
 RULE = "=" * 78
@@ -192,13 +192,13 @@ def print_result(
     if result.chains and result.chain_format == "none":
         w("Chain block: none (chain_format='none'): the reader gets the kept passages alone;")
         w("  the chains above stay in the result (and in the adapters' metadata)")
-    elif result.chains and not result.chain_text and result.chain_format == "linking":
+    elif result.chains and not chain_text(result) and result.chain_format == "linking":
         w("Chain block: none (each chosen chain is a fact one kept passage states whole)")
-    every_line = replace(result, max_chain_lines=None).chain_text
-    if every_line != result.chain_text:
+    every_line = chain_text(replace(result, max_chain_lines=None))
+    if every_line != chain_text(result):
         total = len(every_line.splitlines()) - 1
         w(f"Chain block: its first {result.max_chain_lines} of {total} lines (max_chain_lines)")
-    context = result.context()
+    context = result_context(result)
     before = _passage_chars(retrieved)
     w(f"Answer-ready context ({len(context)} chars; the retrieved passages were {before}):")
     for line in context.splitlines():
@@ -258,7 +258,7 @@ def run_demo(args: argparse.Namespace) -> int:
         retrieved_total += len(retrieved)
         kept_total += len(result.passages)
         chars_before += _passage_chars(retrieved)
-        chars_after += len(result.context())
+        chars_after += len(result_context(result))
     n = len(questions)
     print(RULE)
     print(

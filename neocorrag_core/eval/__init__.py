@@ -7,7 +7,11 @@ plug-ins from the ``neocorrag.eval_methods`` entry points or :func:`register_met
 ``refiners`` (no refinement and the keep dial), ``evireform_methods`` (EviReform),
 ``belief_methods`` (the evidence-state controller), ``reader`` (short-answer
 generation), ``metrics``, ``splits`` (the tune/report halves), ``runner`` (cached,
-resumable loop), ``report`` (report.md) and ``plots`` (PNGs, needs matplotlib).
+resumable loop), ``settings`` (:class:`EvalSettings`, the run.json signature), ``records``
+(the per-method cache files and run.json), ``components`` (models, retriever, methods,
+reader), ``replay`` (``--contexts-from``), ``scoring`` (one question's record),
+``summary`` (aggregates, comparisons, results.json), ``report`` (report.md) and
+``plots`` (PNGs, needs matplotlib).
 
 The ablations, paper variants and peer baselines are not here: they are the development
 lab's (``benchmarks/neocorrag_lab`` in a checkout), which registers them as plug-ins.

@@ -65,7 +65,7 @@ ENTITY_QUERY_VERSION = "entity-query-3"
 in a controller's records where the run schedules searches (``min_searches > 1``); bump on
 any change of those rules. ``entity-query-1``: bridges in passage order;
 ``entity-query-2``: the relation-first evidence order; ``entity-query-3``: names cover
-relation words only by their own letters (:mod:`~neocorrag_core.evireform.relations`)."""
+relation words only by their own letters (:mod:`~neocorrag_core.text.relations`)."""
 
 REFINED_ANSWER_VERSION = "refined-answer-1"
 """How the answer's evidence is refined

@@ -28,6 +28,7 @@ from neocorrag_core.evireform import (
     SearchFn,
 )
 from neocorrag_core.evireform.config import reformulation_settings
+from neocorrag_core.rendering import chain_text
 from neocorrag_core.types import MiningResult, Passage
 
 EVIREFORM_METHODS = ("evireform",)
@@ -80,7 +81,7 @@ def mined_output(
     )
     return MethodOutput(
         passages=mined.passages,
-        chain_text=mined.chain_text,
+        chain_text=chain_text(mined),
         prompt_tokens=result.prompt_tokens + mined.prompt_tokens,
         generated_tokens=result.generated_tokens + mined.generated_tokens,
         timings=timings,

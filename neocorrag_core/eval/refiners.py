@@ -23,6 +23,7 @@ from neocorrag_core.chains.focus import CUT_REASONS, FOCUS_RULES
 from neocorrag_core.chains.keep import passthrough
 from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
+from neocorrag_core.rendering import chain_text
 from neocorrag_core.types import MiningResult, Passage
 
 NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
@@ -148,7 +149,7 @@ class NeocorragMethod:
         info = {**mining_info(result), "reused_chains": reused}
         return MethodOutput(
             passages=result.passages,
-            chain_text=result.chain_text,
+            chain_text=chain_text(result),
             prompt_tokens=result.prompt_tokens,
             generated_tokens=result.generated_tokens,
             timings=dict(result.timings),

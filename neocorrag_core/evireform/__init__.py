@@ -2,7 +2,8 @@
 
 Stages, one module each: ``propositions`` (a: triples of the retrieved passages, and the
 sentences that state a relation the question asks about, become propositions),
-``relations`` (the question's relation words the evidence has not covered yet),
+``relations`` (the question's relation words the evidence has not covered yet; the
+rules live in the shared text layer, :mod:`neocorrag_core.text.relations`),
 ``selection`` (b: relation-stating facts first, or the LM picks the helpful ones among the
 candidates), ``residual`` (c: residual queries for what is still missing: bridge entities
 with the open relation words, or written by the LM), ``scoring`` (d-f: per-query

@@ -221,7 +221,7 @@ class ReformulationConfig(Settings):
             ``ranking="chains"`` a later round's links only continue a chain already in the
             top-k (:func:`~neocorrag_core.evireform.ranking.chain_top_k`).
         adaptive_rounds: a round after the first runs only while the evidence leaves some
-            relation word of the question open (:mod:`~neocorrag_core.evireform.relations`);
+            relation word of the question open (:mod:`~neocorrag_core.text.relations`);
             ``False`` runs every round while new passages arrive.
         max_searches: calls of the search per question at most, the first included; a
             round's queries past it are not searched (``notes`` says so). ``None`` = no

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from neocorrag_core.chains.graph import normalize_entity
-from neocorrag_core.chains.query_entities import capitalized_spans
 from neocorrag_core.rendering import FACT_SENTENCE_CHARS, fact_sentences, lead_fact
+from neocorrag_core.text.capitals import capitalized_spans
+from neocorrag_core.text.entities import normalize_entity
+from neocorrag_core.text.relations import relation_position
 from neocorrag_core.types import Passage, Triple
 
-from .relations import relation_position
 from .types import Proposition
 
 LEAD_SENTENCE_CHARS = FACT_SENTENCE_CHARS

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from neocorrag_core.chains.graph import normalize_entity
 from neocorrag_core.chains.links import mentions
 from neocorrag_core.evireform.types import ReformulationResult
 from neocorrag_core.rendering import fact_sentences
+from neocorrag_core.text.entities import normalize_entity
 from neocorrag_core.types import Passage, Provenance
 
 PROVENANCE_KEY = "neocorrag_provenance"

@@ -45,7 +45,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from neocorrag_core.chains.query_entities import capitalized_spans
+from neocorrag_core.text.capitals import capitalized_spans
 from neocorrag_core.types import Passage
 
 from .residual import is_date_or_number, is_name_key, match_key, names_entity

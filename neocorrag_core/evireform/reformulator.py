@@ -17,8 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from neocorrag_core.chains.graph import normalization_memo
-from neocorrag_core.chains.query_entities import all_capitals, question_spans
 from neocorrag_core.cost import Cost
 from neocorrag_core.errors import InputError, RetrievalError
 from neocorrag_core.limits import (
@@ -43,6 +41,9 @@ from neocorrag_core.search_calls import (
     arun_searches,
     run_searches,
 )
+from neocorrag_core.text.capitals import all_capitals, question_spans
+from neocorrag_core.text.entities import normalization_memo
+from neocorrag_core.text.relations import open_relation_words, qualify
 from neocorrag_core.timing import timed
 from neocorrag_core.triples import TripleSource
 from neocorrag_core.triples.base import triples_per_passage
@@ -60,7 +61,6 @@ from .ranking import (
     title_named,
     title_pointers,
 )
-from .relations import open_relation_words, qualify
 from .residual import (
     bridge_entities,
     bridge_entity_queries,

@@ -14,12 +14,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from neocorrag_core.chains.graph import normalize_entity
-from neocorrag_core.chains.query_entities import capitalized_spans, question_spans
 from neocorrag_core.lm.prompt_budget import Clip, PieceKind
+from neocorrag_core.text.capitals import capitalized_spans, question_spans
+from neocorrag_core.text.entities import normalize_entity
+from neocorrag_core.text.relations import FUNCTION_WORDS
 from neocorrag_core.types import Passage
 
-from .relations import FUNCTION_WORDS
 from .types import Proposition
 
 RESIDUAL_INSTRUCTION = (

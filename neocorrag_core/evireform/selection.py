@@ -15,9 +15,9 @@ from neocorrag_core.chains.decoding import beam_decode, numbered_passages, rank_
 from neocorrag_core.lm.generation import chat_prompt_ids
 from neocorrag_core.lm.prompt_budget import Clip
 from neocorrag_core.models import LanguageModel
+from neocorrag_core.text.relations import covers
 from neocorrag_core.types import Passage
 
-from .relations import covers
 from .residual import fact_bridges, names_entity
 from .types import Proposition
 

@@ -19,7 +19,7 @@ class Proposition:
     """A retrievable fact: a triple's text (or a passage's lead sentence) and its sources.
 
     ``entities`` are normalized entity keys (see
-    :func:`neocorrag_core.chains.graph.normalize_entity`); propositions sharing one are
+    :func:`neocorrag_core.text.entities.normalize_entity`); propositions sharing one are
     neighbours in the propagation step. ``surface_entities`` keep the original spelling for
     bridge-entity queries.
     """

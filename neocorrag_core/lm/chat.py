@@ -16,7 +16,9 @@ can forbid the frameworks' method names in the core outright).
 Where the core takes either a local LM spec or a chat model (``lm=`` of the belief
 components and of :class:`~neocorrag_core.triples.LLMTripleExtractor`),
 :func:`chat_model_or_none` tells them apart by type alone and refuses anything else with a
-:class:`~neocorrag_core.errors.ConfigError` that names the adapter function to wrap it with.
+:class:`~neocorrag_core.errors.ConfigError` that says what the core takes and names the
+adapter functions that translate a framework LLM (the core does not tell which framework an
+object comes from: the adapters do, and translate before calling the core).
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from neocorrag_core.errors import ConfigError
-from neocorrag_core.models.errors import framework_of
 from neocorrag_core.models.language_model import LanguageModel
 
 CHARS_PER_TOKEN = 4
@@ -133,7 +134,7 @@ def is_local_lm_spec(lm: Any) -> bool:
 def chat_model_or_none(owner: str, lm: Any) -> ChatModel | None:
     """``lm`` when it is a :class:`ChatModel`, ``None`` when it is a local LM spec
     (:func:`is_local_lm_spec`), and a :class:`~neocorrag_core.errors.ConfigError` for
-    anything else, naming the adapter function that wraps a framework LLM.
+    anything else, naming the adapter functions that wrap a framework LLM.
 
     Raised at construction, so a LangChain chat model or a LlamaIndex LLM passed to a core
     class fails at once with the fix, not later with an ``AttributeError``."""
@@ -146,23 +147,15 @@ def chat_model_or_none(owner: str, lm: Any) -> ChatModel | None:
 
 def lm_help(lm: Any) -> str:
     """What to pass instead of ``lm``, an object that is neither a local LM spec nor a
-    :class:`ChatModel` (the framework it comes from, if any, decides the advice)."""
+    :class:`ChatModel`: what the core takes, and the adapters' translators."""
     what = f"{type(lm).__module__}.{type(lm).__qualname__}"
-    framework = framework_of(lm)
-    if framework == "LangChain":
-        fix = "wrap it with neocorrag_integrations.langchain.as_chat_model(llm)"
-    elif framework == "LlamaIndex":
-        fix = "wrap it with neocorrag_integrations.llama_index.as_chat_model(llm)"
-    else:
-        fix = (
-            "wrap a LangChain chat model with neocorrag_integrations.langchain.as_chat_model"
-            "(llm), a LlamaIndex LLM with neocorrag_integrations.llama_index.as_chat_model"
-            "(llm), or implement neocorrag_core.lm.chat.ChatModel (ask(messages, schema))"
-        )
     return (
         f"lm is a {what}, neither a local LM spec (None, a preset name, a Hugging Face id or "
         "folder, a (model, tokenizer) pair, a LanguageModel) nor a ChatModel. The core "
-        f"takes no framework objects: {fix}."
+        "takes no framework objects: wrap a LangChain chat model with "
+        "neocorrag_integrations.langchain.as_chat_model(llm), a LlamaIndex LLM with "
+        "neocorrag_integrations.llama_index.as_chat_model(llm), or implement "
+        "neocorrag_core.lm.chat.ChatModel (ask(messages, schema))."
     )
 
 

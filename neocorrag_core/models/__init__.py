@@ -24,7 +24,7 @@ every load), ``dtype`` and ``hf`` (numeric formats, Hugging Face helpers), ``err
 from __future__ import annotations
 
 from .bundled import bundled_gguf_path, bundled_lm_path, default_cache_dir
-from .embedder import EmbedderCacheInfo, TextEmbedder, VectorCache, text_key
+from .embedder import EmbedderCacheInfo, LazyEmbedder, TextEmbedder, VectorCache, text_key
 from .embedder_loading import bundled_embedder_path, resolve_embedder
 from .errors import MissingDependencyError, ModelLoadError
 from .language_model import LanguageModel, end_of_turn_token_id
@@ -48,6 +48,7 @@ __all__ = [
     "BundledLM",
     "EmbedderCacheInfo",
     "LanguageModel",
+    "LazyEmbedder",
     "LazyModels",
     "MissingDependencyError",
     "ModelLoadError",

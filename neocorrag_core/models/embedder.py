@@ -18,7 +18,8 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
-from neocorrag_core.errors import EmbedderError, StoreError
+from neocorrag_core.errors import ConfigError, EmbedderError, StoreError
+from neocorrag_core.once import LoadOnce
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +31,15 @@ DEFAULT_CACHE_BYTES = 256 * 2**20
 
 _ENTRY_OVERHEAD = 120
 """Bytes an in-memory cache entry costs beyond its vector: key, array header, dict slot."""
+
+
+_ENCODE_CALL_HELP = (
+    "an embedder callable is called as encode(list of texts) and returns an (n, d) array; a "
+    "framework's embeddings object is not one: translate it first with "
+    "neocorrag_integrations.langchain.as_embedder or "
+    "neocorrag_integrations.llama_index.as_embedder"
+)
+"""Appended to the error of an encode function that raised ``TypeError`` / ``AttributeError``."""
 
 
 def text_key(text: str) -> bytes:
@@ -251,9 +261,12 @@ class TextEmbedder:
         try:
             raw = self._encode(list(texts))
         except Exception as err:
+            # A wrong type or a missing attribute is most often an object that is not an
+            # encode function at all (a framework's embeddings object, callable on nodes).
+            hint = f"; {_ENCODE_CALL_HELP}" if isinstance(err, (TypeError, AttributeError)) else ""
             raise EmbedderError(
                 f"embedder {self.name!r} failed on {len(texts)} text(s): "
-                f"{type(err).__name__}: {err}"
+                f"{type(err).__name__}: {err}{hint}"
             ) from err
         if hasattr(raw, "detach"):  # a torch tensor
             raw = raw.detach().float().cpu().numpy()
@@ -324,3 +337,48 @@ class TextEmbedder:
         with self._lock:
             self._cache.clear()
             self._bytes = 0
+
+
+class LazyEmbedder:
+    """A :class:`TextEmbedder` built on first use by ``build`` (a function of no arguments)
+    and shared: every engine given this object (as ``embedder=``) gets the very embedder
+    ``build`` returns, one model and one cache.
+
+    The adapters hand the core their own embeddings objects (``NeocorRAGEmbeddings``,
+    ``NeocorRAGEmbedding``) this way, through ``as_embedder``: the embedder behind them is
+    resolved when an engine first needs it, not when the engine is built. Thread-safe; a
+    pickled copy carries ``build`` (it must pickle) but not the embedder it built.
+    """
+
+    def __init__(self, build: Callable[[], TextEmbedder]) -> None:
+        if not callable(build):
+            raise ConfigError(
+                f"LazyEmbedder takes a function of no arguments returning a TextEmbedder, "
+                f"got {type(build).__name__}"
+            )
+        self.build = build
+        self._embedder: LoadOnce[TextEmbedder] = LoadOnce()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether ``build`` has run."""
+        return self._embedder.loaded
+
+    def get(self) -> TextEmbedder:
+        """The embedder ``build`` returns (built on the first call, the same one after)."""
+        return self._embedder.get(self._build)
+
+    def _build(self) -> TextEmbedder:
+        embedder = self.build()
+        if not isinstance(embedder, TextEmbedder):
+            raise ConfigError(
+                f"LazyEmbedder: {self._what()} returned a {type(embedder).__name__}, "
+                "not a TextEmbedder"
+            )
+        return embedder
+
+    def _what(self) -> str:
+        return str(getattr(self.build, "__qualname__", None) or type(self.build).__name__)
+
+    def __repr__(self) -> str:
+        return f"LazyEmbedder({self._what()}, loaded={self.loaded})"

@@ -1,8 +1,11 @@
 """Resolving an embedder spec: the bundled MiniLM, sentence-transformers, encode callables.
 
-Framework embeddings (LangChain ``Embeddings``, LlamaIndex ``BaseEmbedding``) are not
-specs: their adapters turn them into encode callables (``as_embedder``), and one passed
-here is refused with that fix."""
+The core knows no framework: LangChain ``Embeddings``, LlamaIndex ``BaseEmbedding`` and the
+adapters' own ``NeocorRAGEmbeddings`` / ``NeocorRAGEmbedding`` are not specs. Their
+adapters translate them (``as_embedder``: an encode callable, or a :class:`LazyEmbedder`
+sharing the adapters' own embedder) before anything reaches the core; anything else that
+is neither a spec nor callable is refused with what the core takes and those
+translators."""
 
 from __future__ import annotations
 
@@ -19,14 +22,8 @@ from neocorrag_core.errors import ConfigError
 from neocorrag_core.once import LoadOnce
 
 from .cpu import threads_for_batch
-from .embedder import EncodeFn, TextEmbedder
-from .errors import (
-    _EMBEDDER_SPEC_HELP,
-    MissingDependencyError,
-    ModelLoadError,
-    embedder_help,
-    framework_of,
-)
+from .embedder import EncodeFn, LazyEmbedder, TextEmbedder
+from .errors import _EMBEDDER_SPEC_HELP, MissingDependencyError, ModelLoadError
 from .hf import _cause, _hf_offline, _looks_like_local_path, _offline_note
 from .presets import BUNDLED_EMBEDDER_NAME, BUNDLED_EXTRA_HINT
 
@@ -124,14 +121,11 @@ def resolve_embedder(spec: Any = None) -> TextEmbedder:
         )
     if isinstance(spec, TextEmbedder):
         return spec
-    provider = getattr(spec, "text_embedder", None)
-    if callable(provider) and not isinstance(spec, type):
-        # Our own framework embeddings (NeocorRAGEmbeddings / NeocorRAGEmbedding): share
-        # their TextEmbedder, so the vector a retriever computed for the query is reused,
-        # and its identity keeps the persistent vector cache in use.
-        inner = provider()
-        if isinstance(inner, TextEmbedder):
-            return inner
+    if isinstance(spec, LazyEmbedder):
+        # Shared, built on first use (the adapters' own embeddings objects come this way):
+        # the vector a retriever computed for the query is reused, and the embedder's
+        # identity keeps the persistent vector cache in use.
+        return spec.get()
     if _is_sentence_transformer(spec):
         return TextEmbedder(_sentence_transformer_encoder(spec), name=_st_name(spec))
     if isinstance(spec, (str, os.PathLike)):
@@ -151,13 +145,12 @@ def resolve_embedder(spec: Any = None) -> TextEmbedder:
         return TextEmbedder(_LazySentenceTransformer(text), name=text, identity=identity)
     if isinstance(spec, type):
         raise TypeError(f"Got the class {spec.__name__}; pass an instance. {_EMBEDDER_SPEC_HELP}.")
-    if framework_of(spec) is not None:
-        # A framework's embeddings object is translated by its adapter, never duck-typed
-        # here (a LlamaIndex embedding is even callable, on nodes, not texts).
-        raise ConfigError(f"{embedder_help(spec)}. {_EMBEDDER_SPEC_HELP}.")
     if callable(spec):
+        # Any callable is taken as an encode function, by type alone: a framework object
+        # that is callable on something else fails at its first call, with the same help
+        # (TextEmbedder's error).
         return TextEmbedder(spec, name=getattr(spec, "__name__", None) or "custom")
-    raise TypeError(
+    raise ConfigError(
         f"Cannot use an object of type {type(spec).__name__} as embedder. {_EMBEDDER_SPEC_HELP}."
     )
 

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from neocorrag_core.limits import note
 from neocorrag_core.types import Passage, Triple
 from neocorrag_core.validation import clean_text
 
@@ -122,8 +123,14 @@ def parse_triple(item: Any, source_id: str) -> Triple | None:
     return Triple(subject, relation, obj, (source_id,))
 
 
-def parse_triples(items: Any, source_id: str, *, origin: str) -> list[Triple]:
-    """Parse a list of raw triples, skipping (and counting in one warning) the bad ones."""
+def parse_triples(
+    items: Any, source_id: str, *, origin: str, limit: int | None = None
+) -> list[Triple]:
+    """Parse a list of raw triples, skipping (and counting in one warning) the bad ones.
+
+    ``limit``: parse no more once that many triples are read (the items past it are not
+    looked at: a 100,000-item list costs what its first ones cost); a cut is noted for the
+    call in progress (:func:`~neocorrag_core.limits.note`)."""
     if items is None:
         return []
     if not isinstance(items, (list, tuple, str)) and callable(getattr(items, "tolist", None)):
@@ -135,7 +142,13 @@ def parse_triples(items: Any, source_id: str, *, origin: str) -> list[Triple]:
     triples: list[Triple] = []
     bad = 0
     seen: set[tuple[str, str, str]] = set()
-    for item in items:
+    for position, item in enumerate(items):
+        if limit is not None and len(triples) >= limit:
+            note(
+                f"work cap: {len(items) - position} triple item(s) past {limit} per passage "
+                "were not read (WorkLimits.max_triples_per_passage)"
+            )
+            break
         triple = parse_triple(item, source_id)
         if triple is None:
             bad += 1

@@ -97,7 +97,9 @@ class DefaultTripleSource:
         self._extractor: TripleExtractor = make_extractor(extractor)
         self.extract = extract
         self._store_spec = store
-        self.metadata = MetadataTripleSource(metadata_key)
+        self.metadata = MetadataTripleSource(
+            metadata_key, max_per_passage=self.limits.max_triples_per_passage
+        )
         self.vectors = ResilientStore(store)  # opens nothing until first used
         self._cached: LoadOnce[CachedTripleSource | _StoreReader] = LoadOnce()
         self._lock = threading.RLock()

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
-from neocorrag_core.chains.graph import normalize_entity
+from neocorrag_core.text.entities import normalize_entity
 from neocorrag_core.types import Passage, Triple
 from neocorrag_core.validation import clean_text
 
@@ -66,7 +66,8 @@ def clean_triples(triples: Iterable[Triple], source_id: str) -> list[Triple]:
     de-duplicate on normalized parts.
 
     The first surface form of a duplicate is kept; matching uses
-    :func:`neocorrag_core.chains.graph.normalize_entity` (case-folded), the same key the graph uses.
+    :func:`neocorrag_core.text.entities.normalize_entity` (case-folded), the same key the
+    graph uses.
     What every store write goes through, so text that is not valid Unicode never reaches
     SQLite (:func:`~neocorrag_core.validation.clean_text`).
     """

@@ -34,17 +34,24 @@ class MetadataTripleSource:
     keep; the ingestion transforms write it with ``metadata_format="json"``). Malformed
     items, and a string that is not JSON, are skipped with a warning. An absent key and a
     ``None`` value both give no triples (the sources that can extract treat both as "not
-    given": :func:`has_metadata_triples`).
+    given": :func:`has_metadata_triples`). ``max_per_passage``: a list is read to its first
+    that many triples (``None``: whole); the items past it are not parsed.
     """
 
-    def __init__(self, key: str = METADATA_KEY) -> None:
+    def __init__(self, key: str = METADATA_KEY, *, max_per_passage: int | None = None) -> None:
         self.key = key
+        self.max_per_passage = max_per_passage
 
     def triples_for(self, passages: Sequence[Passage]) -> list[list[Triple]]:
         """The metadata triples of each passage (empty where absent)."""
         origin = f"metadata[{self.key!r}]"
         return [
-            parse_triples(_decoded(p.metadata.get(self.key), p.id, origin), p.id, origin=origin)
+            parse_triples(
+                _decoded(p.metadata.get(self.key), p.id, origin),
+                p.id,
+                origin=origin,
+                limit=self.max_per_passage,
+            )
             for p in passages
         ]
 

@@ -9,10 +9,10 @@ opens them): nothing commits.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from pathlib import Path
 
-from neocorrag_core.chains.graph import normalize_entity
+from neocorrag_core.text.entities import normalize_entity
 from neocorrag_core.triples.keys import ExtractorKey
 from neocorrag_core.types import Triple
 
@@ -205,3 +205,8 @@ def key_filter(key: ExtractorKey | None, word: str) -> tuple[str, tuple[str, ...
     if key is None:
         return "", ()
     return f"{word} extractor = ? AND version = ?", (key.extractor_id, key.version)
+
+
+def _marks(chunk: Sized) -> str:
+    """One SQL parameter mark per item of ``chunk`` (``?,?,?``), for ``IN (...)`` lists."""
+    return ",".join("?" * len(chunk))

@@ -189,7 +189,7 @@ def test_readme_engine_snippet_keeps_the_second_hop_and_drops_noise():
         exec(compile(readme_snippet("Use the engine directly"), "README: engine", "exec"), {})
     printed = out.getvalue()
     assert "founded by -> Steve Jobs" in printed  # the chain, printed by the snippet
-    assert "Evidence chains:" not in printed  # result.context(): no block by default
+    assert "Evidence chains:" not in printed  # result_context(result): no block by default
     assert "d3 linked to a passage about the question" in printed  # the second hop, a bridge
     assert "Galaxy S" not in printed
 

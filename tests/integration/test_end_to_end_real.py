@@ -13,6 +13,7 @@ import pytest
 
 from neocorrag_core import EvidenceChainMiner, KeepReason, MinerConfig, Passage
 from neocorrag_core.cli.app import dense_top_k, load_demo_questions, main
+from neocorrag_core.rendering import result_context
 
 pytestmark = pytest.mark.real_models
 
@@ -61,11 +62,12 @@ def test_real_models_return_only_candidates_and_a_nonempty_context(real_miner, d
     assert [k.reason for k in result.kept[:2]] == [KeepReason.TOP_N, KeepReason.TOP_N]
     assert all(k.reason is KeepReason.CHAIN for k in result.kept[2:])
     assert result.prompt_tokens > 0
-    assert "Evidence chains:" in replace(result, chain_format="compact").context()
+    assert "Evidence chains:" in result_context(replace(result, chain_format="compact"))
     # The linking block holds only chains across passages, maybe none, then the passages;
     # the default (no block) is the passages alone.
-    linking = replace(result, chain_format="linking").context()
-    assert linking.endswith(result.context()) and "Evidence chains:" not in result.context()
+    linking = result_context(replace(result, chain_format="linking"))
+    plain = result_context(result)
+    assert linking.endswith(plain) and "Evidence chains:" not in plain
 
 
 def test_demo_command_runs_on_the_default_models(capsys):

@@ -25,7 +25,7 @@ from neocorrag_core.belief import (
 from neocorrag_core.belief.chains import CHAIN_PASSAGE_ID, CHAIN_PASSAGE_TITLE
 from neocorrag_core.belief.verifier import numbered_documents
 from neocorrag_core.lm.structured import estimate_tokens
-from neocorrag_core.rendering import CHAIN_BLOCK_HEADER
+from neocorrag_core.rendering import CHAIN_BLOCK_HEADER, chain_text
 from neocorrag_integrations.langchain import as_chat_model
 
 PASSAGES = [Passage(id=i, title=t, text=x, metadata={"triples": tr}) for i, t, x, tr in CORPUS]
@@ -57,7 +57,7 @@ def test_the_verifier_sees_the_chain_block_first_then_the_passages():
     assert rest == PASSAGES
     assert chain.id == CHAIN_PASSAGE_ID and chain.title == CHAIN_PASSAGE_TITLE
     result = mining.mine(QUERY, PASSAGES)
-    block = replace(result, chain_format="compact", max_chain_lines=None).chain_text
+    block = chain_text(replace(result, chain_format="compact", max_chain_lines=None))
     assert block.startswith(CHAIN_BLOCK_HEADER)
     assert chain.text == block.removeprefix(CHAIN_BLOCK_HEADER).strip()
     assert "Mountrail County - capital -> Stanley" in chain.text
@@ -67,7 +67,7 @@ def test_the_verifier_sees_every_chain_line_whatever_the_miners_line_cap():
     capped = EvidenceChainMiner(
         MinerConfig(**{**MINER_CONFIG, "max_chain_lines": 1}), embedder=HashedBagOfWords()
     )
-    assert len(capped.mine(QUERY, PASSAGES).chain_text.splitlines()) <= 2
+    assert len(chain_text(capped.mine(QUERY, PASSAGES)).splitlines()) <= 2
     seen_capped, seen_default = Recording(), Recording()
     ChainEvidenceVerifier(seen_capped, capped).verify(QUERY, PASSAGES, "")
     ChainEvidenceVerifier(seen_default, miner()).verify(QUERY, PASSAGES, "")
@@ -88,7 +88,7 @@ def test_chains_are_written_compact_for_the_verifier_whatever_the_miners_format(
     """The reader-facing default (linking) would hide a chain one passage states whole; the
     verifier gets the format it was measured with unless told otherwise."""
     one_hop = [PASSAGES[0], PASSAGES[2]]  # the only chain is p1's own fact
-    assert miner().mine(QUERY, one_hop).chain_text == ""  # the miner's default: linking
+    assert chain_text(miner().mine(QUERY, one_hop)) == ""  # the miner's default: linking
     compact, linking = Recording(), Recording()
     ChainEvidenceVerifier(compact, miner()).verify(QUERY, one_hop, "")
     ChainEvidenceVerifier(linking, miner(), chain_format="linking").verify(QUERY, one_hop, "")

@@ -284,3 +284,88 @@ def test_a_failing_concurrent_search_raises_after_the_round(bow_embedder: object
     reformulator = EvidenceReformulator(NO_LM, embedder=bow_embedder)
     with pytest.raises(RetrievalError, match="OSError: index gone"):
         reformulator.retrieve(QUESTION, failing, 5)
+
+
+# ---- the adapters' side of the caps, metadata lists, long questions ------------------------
+
+
+def test_the_compressor_makes_no_passage_of_a_document_past_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from conftest import HashedBagOfWords
+    from langchain_core.documents import Document
+
+    from neocorrag_integrations import _common
+    from neocorrag_integrations.langchain import NeocorRAGCompressor
+    from neocorrag_integrations.metadata_keys import run_metadata
+
+    made: list[str] = []
+    real = _common.passage
+
+    def counted(pid: str, fields: _common.Fields) -> Passage:
+        made.append(pid)
+        return real(pid, fields)
+
+    monkeypatch.setattr(_common, "passage", counted)
+    docs = [
+        Document(id=p.id, page_content=p.text, metadata={"title": p.title, "triples": t})
+        for p, t in (
+            (FILM, [["Film X", "directed by", "Jane Roe"]]),
+            (BIRTH, [["Jane Roe", "born in", "Oslo"]]),
+        )
+    ] + [Document(id=f"x{i}", page_content=f"Film Z{i} is a comedy.") for i in range(20_000)]
+    compressor = NeocorRAGCompressor(embedder=HashedBagOfWords(), triple_source=None)
+    out = compressor.compress_documents(docs, QUESTION)
+    cap = WorkLimits().max_documents
+    assert len(made) == cap
+    run = run_metadata(out)
+    assert any("WorkLimits.max_documents" in n for n in run["neocorrag_notes"])
+    assert set(range(cap + 1, 20_003)) <= set(run["neocorrag_dropped_ranks"])
+    assert {"film", "birth"} <= {d.id for d in out}
+
+
+def test_a_metadata_list_is_parsed_only_to_the_per_passage_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from neocorrag_core.limits import collecting_notes
+    from neocorrag_core.triples import DefaultTripleSource
+    from neocorrag_core.triples import base as triples_base
+
+    parsed = [0]
+    real = triples_base.parse_triple
+
+    def counted(item: object, source_id: str) -> object:
+        parsed[0] += 1
+        return real(item, source_id)
+
+    monkeypatch.setattr(triples_base, "parse_triple", counted)
+    huge = [[f"Entity {i}", "related to", f"Entity {i + 1}"] for i in range(100_000)]
+    source = DefaultTripleSource(store=":memory:", extract=False)
+    with collecting_notes() as notes:
+        (triples,) = source.triples_for([Passage("big", "A list.", metadata={"triples": huge})])
+    cap = WorkLimits().max_triples_per_passage
+    assert len(triples) == cap and parsed[0] == cap
+    assert any("max_triples_per_passage" in n for n in notes), notes
+
+
+def test_a_huge_question_is_read_to_its_cap_and_handed_back_whole() -> None:
+    import numpy as np
+
+    from neocorrag_core.models import TextEmbedder
+
+    longest = [0]
+
+    def encode(texts: list[str]) -> np.ndarray:
+        longest[0] = max([longest[0], *(len(t) for t in texts)])
+        out = np.zeros((len(texts), 16), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.casefold().split()[:64]:
+                out[row, hash(word) % 16] += 1.0
+        return out
+
+    question = QUESTION + " and more" * 40_000  # 360 KB
+    miner = EvidenceChainMiner(embedder=TextEmbedder(encode))
+    result = miner.mine(question, [FILM, BIRTH])
+    assert longest[0] <= WorkLimits().max_query_chars
+    assert result.query == question
+    assert any("WorkLimits.max_query_chars" in n for n in result.notes), result.notes

@@ -10,7 +10,7 @@ import pytest
 from neocorrag_core.chains.config import MinerConfig
 from neocorrag_core.cli.app import print_result
 from neocorrag_core.errors import ConfigError
-from neocorrag_core.rendering import linearize, render_chains
+from neocorrag_core.rendering import chain_text, linearize, render_chains
 from neocorrag_core.types import (
     EvidenceChain,
     KeepReason,
@@ -85,7 +85,7 @@ def test_none_format_is_no_block():
     chains = [_chain([J, M], [True, True])]
     assert render_chains(chains, chain_format="none") == ""
     result = MiningResult("q", chains, [], [], 1, chain_format="none")
-    assert result.chain_text == ""
+    assert chain_text(result) == ""
 
 
 def test_bad_chain_format_is_a_clear_error():
@@ -101,10 +101,10 @@ def test_mining_result_renders_with_its_format():
     assert MiningResult("q", chains, [], [], 2).chain_format == MinerConfig().chain_format
     assert MiningResult("q", chains, [], [], 2).max_chain_lines == MinerConfig().max_chain_lines
     full = MiningResult("q", chains, [], [], 2, chain_format="full")
-    assert compact.chain_text.splitlines()[2] == (
+    assert chain_text(compact).splitlines()[2] == (
         "2. West Virginia <- forms northern borders of - Ohio River"
     )
-    assert full.chain_text.splitlines()[2] == f"2. {chains[1].text}"
+    assert chain_text(full).splitlines()[2] == f"2. {chains[1].text}"
 
 
 # The same fact extracted from two passages.
@@ -198,7 +198,7 @@ def test_max_lines_must_be_positive():
 def test_mining_result_caps_its_block():
     chains = [_chain([J, M], [True, True]), _chain([OHIO], [True])]
     result = MiningResult("q", chains, [], [], 2, chain_format="linking", max_chain_lines=1)
-    assert result.chain_text.splitlines()[1:] == [
+    assert chain_text(result).splitlines()[1:] == [
         "1. Johnnycake - located in -> McDowell County - located in -> West Virginia"
     ]
 
@@ -210,10 +210,10 @@ def test_mining_result_linking_uses_its_kept_passages():
         for rank, pid in enumerate(["p1", "p2", "p3"], start=1)
     ]
     result = MiningResult("q", chains, kept, [], 2, chain_format="linking")
-    assert [line[:2] for line in result.chain_text.splitlines()] == ["Ev", "2."]
+    assert [line[:2] for line in chain_text(result).splitlines()] == ["Ev", "2."]
     # Drop p3 and the first chain tells the reader something again.
     fewer = MiningResult("q", chains, kept[:2], [], 2, chain_format="linking")
-    assert fewer.chain_text.splitlines()[1].startswith("1. West Virginia")
+    assert chain_text(fewer).splitlines()[1].startswith("1. West Virginia")
 
 
 def test_the_demo_says_why_a_question_with_chains_has_no_block():

@@ -28,8 +28,9 @@ from neocorrag_core.belief import (
     LMVerifier,
     default_components,
 )
+from neocorrag_core.errors import EmbedderError
 from neocorrag_core.lm.chat import ChatModel, ChatReply, text_reply
-from neocorrag_core.models import LazyModels, resolve_embedder, resolve_lm
+from neocorrag_core.models import LazyEmbedder, LazyModels, resolve_embedder, resolve_lm
 from neocorrag_core.triples import LLMTripleExtractor
 from neocorrag_integrations import langchain as lc
 from neocorrag_integrations import llama_index as li
@@ -126,12 +127,17 @@ def test_an_unknown_object_given_as_lm_names_both_fixes_and_the_protocol() -> No
 def test_framework_embeddings_given_to_the_core_name_the_fix() -> None:
     with pytest.raises(ConfigError, match=r"langchain\.as_embedder"):
         resolve_embedder(DeterministicFakeEmbedding(size=8))
-    # A LlamaIndex embedding is callable (on nodes): refused, not called with texts.
-    with pytest.raises(ConfigError, match=r"llama_index\.as_embedder"):
-        resolve_embedder(MockEmbedding(embed_dim=4))
     miner = EvidenceChainMiner(embedder=DeterministicFakeEmbedding(size=8))  # loads nothing
     with pytest.raises(ConfigError, match=r"langchain\.as_embedder"):
         _ = miner.models.embedder
+    # Our own embeddings objects are no spec of the core either: as_embedder shares them.
+    with pytest.raises(ConfigError, match=r"NeocorRAGEmbeddings / NeocorRAGEmbedding"):
+        resolve_embedder(lc.NeocorRAGEmbeddings(HashedBagOfWords()))
+    # A LlamaIndex embedding is callable (on nodes): the core, which recognises no
+    # framework, takes it as an encode function, and its first call fails with the fix.
+    embedder = resolve_embedder(MockEmbedding(embed_dim=4))
+    with pytest.raises(EmbedderError, match=r"get_content.*llama_index\.as_embedder"):
+        embedder.embed(["Stanley"])
 
 
 def test_a_chat_model_is_not_a_local_lm() -> None:
@@ -215,8 +221,12 @@ def test_embeddings_become_encode_functions_and_ours_are_shared() -> None:
     li_embedding = MockEmbedding(embed_dim=4)
     assert resolve_embedder(li.as_embedder(li_embedding)).name == "MockEmbedding"
     ours = lc.NeocorRAGEmbeddings(HashedBagOfWords())
-    assert lc.as_embedder(ours) is ours
-    assert resolve_embedder(ours) is ours.text_embedder()  # one embedder, one cache
+    shared = lc.as_embedder(ours)
+    assert isinstance(shared, LazyEmbedder) and not shared.loaded  # resolved on first use
+    assert resolve_embedder(shared) is ours.text_embedder()  # one embedder, one cache
+    assert resolve_embedder(li.as_embedder(ours)) is ours.text_embedder()
+    theirs = li.NeocorRAGEmbedding(HashedBagOfWords())
+    assert resolve_embedder(li.as_embedder(theirs)) is theirs.text_embedder()
 
 
 # ------------------------------------------------------------------------------------------
@@ -238,6 +248,10 @@ def test_the_adapters_translate_framework_embeddings() -> None:
     assert isinstance(across.models.embedder_spec, TextEmbeddingBatch)
     ours = lc.NeocorRAGEmbeddings(HashedBagOfWords())
     shared = lc.NeocorRAGCompressor(embedder=ours)
+    assert isinstance(shared.miner.models.embedder_spec, LazyEmbedder)
+    assert not ours._embedder.loaded  # the adapter resolved nothing at construction
+    clone = pickle.loads(pickle.dumps(shared))  # the shared embedder's object pickles
+    assert clone.miner.models.embedder.embed(["a"]).shape[0] == 1
     assert shared.miner.models.embedder is ours.text_embedder()
 
 

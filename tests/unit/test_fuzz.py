@@ -80,13 +80,15 @@ from neocorrag_core import (
     ReformulationConfig,
     RetrievalError,
 )
-from neocorrag_core.chains import graph, links
+from neocorrag_core.chains import links
 from neocorrag_core.chains import query_entities as entities
 from neocorrag_core.chains.config import MinerTuning, miner_settings
 from neocorrag_core.chains.graph import normalize_entity
 from neocorrag_core.chains.path_search import activated_score
 from neocorrag_core.evireform.config import ReformulationTuning, reformulation_settings
 from neocorrag_core.models import LanguageModel, TextEmbedder, resolve_embedder
+from neocorrag_core.rendering import chain_text, result_context
+from neocorrag_core.text import entities as text_entities
 from neocorrag_integrations.langchain import EvidenceReformulationRetriever as LCReformRetriever
 from neocorrag_integrations.langchain import NeocorRAGCompressor, is_evidence_chain_document
 from neocorrag_integrations.llama_index import EvidenceReformulationRetriever as LIReformRetriever
@@ -394,7 +396,7 @@ def check_mining_result(result: Any, passages: Sequence[Passage], config: MinerC
     if result.fallback is not None:
         assert not result.chains
         assert all(k.reason is KeepReason.PASSTHROUGH for k in result.kept)
-    assert isinstance(result.context(), str) and isinstance(result.chain_text, str)
+    assert isinstance(result_context(result), str) and isinstance(chain_text(result), str)
 
 
 def check_refined_docs(out: Sequence[Any], inputs: Sequence[Any], *, is_chain, key) -> None:
@@ -953,7 +955,7 @@ def _old_normalize_entity(name: str) -> str:
 @given(name=st.one_of(hostile_text(), st.text(" .,;:!?()[]{}\"'`“”‘’a\n\u00a0\u200b", max_size=30)))
 def test_normalize_entity_strips_what_the_old_regex_stripped(name):
     # Since then Latin accents are folded first ("Aschenbrödel" ~ "Aschenbrodel").
-    folded = graph._fold_latin_accents(unicodedata.normalize("NFKC", name))
+    folded = text_entities._fold_latin_accents(unicodedata.normalize("NFKC", name))
     assert normalize_entity(name) == _old_normalize_entity(folded)
 
 

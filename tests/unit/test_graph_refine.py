@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from neocorrag_core.chains.graph import EvidenceGraph, normalize_entity
 from neocorrag_core.chains.keep import refine_passages
-from neocorrag_core.rendering import render_chains
+from neocorrag_core.rendering import chain_text, render_chains, result_context
 from neocorrag_core.types import (
     EvidenceChain,
     KeepReason,
@@ -103,7 +105,19 @@ def test_render_chains_and_context():
     assert render_chains([chain]) == "Evidence chains:\n1. A - r -> B"
     kept, dropped = refine_passages(_passages(1), [chain], top_n=1, keep="paper")
     result = MiningResult("q", [chain], kept, dropped, 1, chain_format="compact")
-    assert result.context() == "Evidence chains:\n1. A - r -> B\n\nT1: text 1"
-    assert result.context(chains_first=False).endswith("1. A - r -> B")
+    assert result_context(result) == "Evidence chains:\n1. A - r -> B\n\nT1: text 1"
+    assert result_context(result, chains_first=False).endswith("1. A - r -> B")
     # The default (linking) leaves out a chain the one kept passage states whole.
-    assert MiningResult("q", [chain], kept, dropped, 1).context() == "T1: text 1"
+    assert result_context(MiningResult("q", [chain], kept, dropped, 1)) == "T1: text 1"
+
+
+def test_the_deprecated_result_members_still_render_and_warn():
+    """``MiningResult.chain_text`` / ``context()``: kept for one release, same output as
+    ``rendering.chain_text`` / ``rendering.result_context``."""
+    chain = EvidenceChain((Triple("A", "r", "B", ("p1",)),), "A - r -> B", 0.9)
+    kept, dropped = refine_passages(_passages(1), [chain], top_n=1, keep="paper")
+    result = MiningResult("q", [chain], kept, dropped, 1, chain_format="compact")
+    with pytest.warns(DeprecationWarning, match=r"rendering\.chain_text\(result\)"):
+        assert result.chain_text == chain_text(result) == "Evidence chains:\n1. A - r -> B"
+    with pytest.warns(DeprecationWarning, match=r"rendering\.result_context\(result"):
+        assert result.context(chains_first=False) == result_context(result, chains_first=False)

@@ -55,6 +55,7 @@ from neocorrag_core.evireform import ReformulationQuery
 from neocorrag_core.formats import read_json_or_lines
 from neocorrag_core.indexing.corpus import load_corpus, open_corpus
 from neocorrag_core.models import LanguageModel, resolve_embedder
+from neocorrag_core.rendering import chain_text, result_context
 from neocorrag_core.triples import (
     DefaultTripleSource,
     MetadataTripleSource,
@@ -232,7 +233,7 @@ def test_miner_serves_invalid_text(field: str, decoding: str):
     miner = EvidenceChainMiner(MinerConfig(**MINER_CONFIG), embedder=embedder(), lm=tiny_lm())
     result = miner.mine(query_of(field), passages(field), decoding=decoding, beam_width=2)
     assert result.kept
-    found = assert_valid([result, result.context(), result.chain_text])
+    found = assert_valid([result, result_context(result), chain_text(result)])
     if field != "triple" or result.chains:
         assert_replaced(found, field)
     if field == "triple":

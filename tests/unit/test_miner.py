@@ -12,6 +12,7 @@ from neocorrag_core import EvidenceChainMiner, InputError, KeepReason, MinerConf
 from neocorrag_core.chains.config import miner_settings
 from neocorrag_core.chains.path_search import search_paths
 from neocorrag_core.cli.app import print_result
+from neocorrag_core.rendering import chain_text, result_context
 from neocorrag_core.types import LossStage
 
 TRIPLES = {
@@ -164,7 +165,7 @@ def test_without_a_candidate_chain_the_paper_rule_passes_input_through():
     assert result.fallback == "no_candidate_chains"
     assert len(result.passages) == 5
     assert [k.reason for k in result.kept] == [KeepReason.PASSTHROUGH] * 5
-    assert result.context()  # never empty
+    assert result_context(result)  # never empty
 
 
 def test_without_a_candidate_chain_the_link_rules_still_apply():
@@ -178,7 +179,7 @@ def test_without_a_candidate_chain_the_link_rules_still_apply():
     )
     result = miner.mine(QUERY, passages, diagnose=True)
     assert result.fallback == "no_candidate_chains"
-    assert result.chains == [] and result.chain_text == ""
+    assert result.chains == [] and chain_text(result) == ""
     kept = {k.passage.id: k.reason for k in result.kept}
     top = KeepReason.TOP_N
     assert kept == {"p1": top, "p2": top, "p3": top, "p4": KeepReason.BRIDGE}

@@ -36,7 +36,7 @@ import pytest
 
 import neocorrag_core.cli.index as cli_index
 import neocorrag_core.cli.store as cli_store
-import neocorrag_core.triples.store as store_module
+import neocorrag_core.triples.store_errors as store_errors
 import neocorrag_core.triples.store_jsonl as store_jsonl
 import neocorrag_core.triples.store_repair as store_repair
 from neocorrag_core.cli.app import main
@@ -246,10 +246,10 @@ def test_a_disk_io_error_on_a_full_disk_is_called_a_full_disk(
     """SQLite reports a full disk as "disk I/O error" when it cannot grow its -shm file."""
     store = TripleStore(built(tmp_path / "s.sqlite"))
     failure = sqlite3.OperationalError("disk I/O error")
-    monkeypatch.setattr(store_module, "disk_is_full", lambda path: True)
+    monkeypatch.setattr(store_errors, "disk_is_full", lambda path: True)
     err = store._error("write triples to", failure)
     assert err.kind == "full" and f"the disk holding {tmp_path} is full" in str(err)
-    monkeypatch.setattr(store_module, "disk_is_full", lambda path: False)
+    monkeypatch.setattr(store_errors, "disk_is_full", lambda path: False)
     err = store._error("write triples to", failure)
     assert err.kind == "other" and "check the disk" in str(err)
     assert f"neocorrag store check --store {store.path}" in str(err)
