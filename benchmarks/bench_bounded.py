@@ -7,7 +7,8 @@ Three parts, each against its own normal call, all in one process:
   per call: triples extracted and every text embedded in the call. Normal: the dense top-5 of
   a HotpotQA dev question.
 * **warm** -- the same compressor over one persistent store that already holds what the
-  inputs need (a first, untimed call fills it, as ``neocorrag index`` would); the embedder's
+  inputs need (untimed calls fill it, as ``neocorrag index`` would: again while a work cap
+  left extraction or embedding for a later call); the embedder's
   in-memory cache is emptied before every timed call, so only the store helps. Normal: the
   same top-5 over the warm store.
 * **pipeline** -- ``EvidencePipeline`` (EviReform, then the refiner) over a dense search of
@@ -135,8 +136,11 @@ def compressor_part(examples: list[Any], retriever: Any, warm: bool) -> dict[str
 
     def run(docs: list[Any], question: str) -> tuple[float, list[Any]]:
         compressor = shared or fresh()
-        if warm:
-            compressor.compress_documents(docs, question)  # fills the store
+        if warm:  # fills the store: again while a cap left work for a later call
+            for _ in range(10):
+                caps = caps_of(compressor.compress_documents(docs, question))
+                if not any("later call" in c or "this call" in c for c in caps):
+                    break
             compressor.miner.embedder.clear_cache()
         return timed(lambda: compressor.compress_documents(docs, question))
 
@@ -220,7 +224,7 @@ def pipeline_part(examples: list[Any], slow: float) -> dict[str, Any]:
         bounded = EvidencePipeline(
             miner,
             EvidenceReformulator(
-                ReformulationConfig(search_timeout=slow * 1.5),
+                ReformulationConfig(search_timeout=slow / 2),
                 models=miner.models,
                 triple_source=miner.triple_source,
                 vectors=miner.vectors,
@@ -228,7 +232,7 @@ def pipeline_part(examples: list[Any], slow: float) -> dict[str, Any]:
         )
         seconds, result = timed(lambda: bounded.retrieve(question, sleepy, 5))
         out["slow_search"]["with search_timeout"] = {
-            "search_timeout_s": slow * 1.5,
+            "search_timeout_s": slow / 2,
             "seconds": seconds,
             "ratio_to_one_search": seconds / slow,
             "notes": [n for n in result.reformulation.notes if "search" in n],

@@ -39,10 +39,17 @@ class WorkLimits:
         max_new_texts: node and triple texts embedded in one call that no cache holds
             (each needs the embedder); triples needing more are left out, lowest-ranked
             passages first. Stored vectors are free.
+        max_new_texts_per_document: the same, per document the call reads: a call over
+            five documents embeds at most 500 new texts (a normal passage needs about 30,
+            the densest of the dev sets about 250), so a few documents of comma lists cost
+            what a few documents cost; the smaller of the two caps binds.
         max_extract_chars: characters of one passage a query-time extraction reads (the
             passage's beginning).
         max_extract_chars_per_call: characters extracted at query time over one call; the
             passages past it get no triples this call (they are not stored as empty).
+        max_extract_chars_per_document: the same budget per document the call asks
+            about: five documents extract at most 25,000 characters (the first passage is
+            always read); the smaller of the two budgets binds.
         max_documents: documents one call reads, in rank order; the lower-ranked ones
             are not read (the miner drops them, unread, and keeps the top-ranked as
             always). It also bounds the link rules' passage pairs (its square).
@@ -55,8 +62,10 @@ class WorkLimits:
     max_triples_per_passage: int = 300
     max_triples: int = 4000
     max_new_texts: int = 2500
+    max_new_texts_per_document: int = 100
     max_extract_chars: int = 20_000
     max_extract_chars_per_call: int = 100_000
+    max_extract_chars_per_document: int = 5_000
     max_documents: int = 50
     max_title_chars: int = MAX_TITLE_CHARS
     max_query_chars: int = 8000
@@ -66,8 +75,10 @@ class WorkLimits:
             "max_triples_per_passage",
             "max_triples",
             "max_new_texts",
+            "max_new_texts_per_document",
             "max_extract_chars",
             "max_extract_chars_per_call",
+            "max_extract_chars_per_document",
             "max_documents",
             "max_title_chars",
             "max_query_chars",
@@ -194,17 +205,28 @@ def whole_titles(passages: Sequence[Passage], originals: Mapping[str, Passage]) 
     return out
 
 
+def new_text_budget(limits: WorkLimits, documents: int) -> tuple[int, str]:
+    """How many new texts a call over ``documents`` documents may embed, and the name of
+    the cap that sets it."""
+    scaled = limits.max_new_texts_per_document * max(1, documents)
+    if scaled < limits.max_new_texts:
+        return scaled, "WorkLimits.max_new_texts_per_document"
+    return limits.max_new_texts, "WorkLimits.max_new_texts"
+
+
 def within_new_texts(
     per_passage: Sequence[Sequence[Triple]],
     missing: set[str],
     limits: WorkLimits,
     texts_of: Callable[[Triple], Sequence[str]],
 ) -> list[list[Triple]]:
-    """``per_passage`` with the triples left out whose texts would take the call past
-    :attr:`WorkLimits.max_new_texts` texts to embed (``missing``: the texts no cache
-    holds; ``texts_of``: the texts a triple needs). Passages in rank order go first, so a
-    cut falls on the lowest-ranked ones; records a note when it binds."""
-    if len(missing) <= limits.max_new_texts:
+    """``per_passage`` with the triples left out whose texts would take the call past its
+    budget of new texts to embed (:func:`new_text_budget`: ``max_new_texts``, or
+    ``max_new_texts_per_document`` per passage; ``missing``: the texts no cache holds;
+    ``texts_of``: the texts a triple needs). Passages in rank order go first, so a cut falls
+    on the lowest-ranked ones; records a note when it binds."""
+    budget_size, cap = new_text_budget(limits, len(per_passage))
+    if len(missing) <= budget_size:
         return [list(triples) for triples in per_passage]
     budget: set[str] = set()
     out: list[list[Triple]] = []
@@ -213,7 +235,7 @@ def within_new_texts(
         kept = []
         for triple in triples:
             new = {t for t in texts_of(triple) if t in missing and t not in budget}
-            if len(budget) + len(new) > limits.max_new_texts:
+            if len(budget) + len(new) > budget_size:
                 cut += 1
                 continue
             budget |= new
@@ -221,8 +243,8 @@ def within_new_texts(
         out.append(kept)
     note(
         f"work cap: {cut} triple(s) of the lowest-ranked passages were left out, since "
-        f"embedding them would pass {limits.max_new_texts} new texts in one call "
-        "(WorkLimits.max_new_texts); what was embedded is kept, so a later call reads more"
+        f"embedding them would pass {budget_size} new texts in one call ({cap}); what was "
+        "embedded is kept, so a later call reads more"
     )
     return out
 
@@ -237,6 +259,7 @@ __all__ = [
     "cap_triples",
     "check_limits",
     "collecting_notes",
+    "new_text_budget",
     "note",
     "whole_titles",
     "within_new_texts",

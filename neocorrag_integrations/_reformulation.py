@@ -10,17 +10,15 @@ metadata. Imports pydantic but neither framework.
 
 from __future__ import annotations
 
-import hashlib
-import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field, PrivateAttr
 
 from neocorrag_core.evireform import EvidenceReformulator, ReformulationConfig
-from neocorrag_core.evireform.provenance import provenance_metadata, provenance_of
 from neocorrag_core.evireform.types import ReformulationResult
 from neocorrag_core.models import LazyModels
+from neocorrag_core.records.reformulation import PassageIds, content_id, reformulation_records
 from neocorrag_core.triples import DefaultTripleSource, TripleSource
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import check_int
@@ -36,48 +34,23 @@ from ._common import (
     read_fields,
 )
 from ._translate import engine_embedder
-from .metadata_keys import (
-    EVIREFORM_EVIDENCE,
-    EVIREFORM_NOTES,
-    EVIREFORM_RANK,
-    EVIREFORM_SCORE,
-    FOUND_BY_KIND,
-    FOUND_BY_QUERY,
-    PROVENANCE,
-    QUERY_RANKS,
-    RESIDUAL_QUERIES,
-)
 
 T = TypeVar("T")
 Copy = Callable[[T, float, dict[str, Any]], T]
 """An adapter's copy of an original object, with its score and the metadata to add."""
 
 
-def content_id(text: str, title: str = "") -> str:
-    """A stable id for a document without one: a digest of its title and text."""
-    digest = hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()[:32]
-    return f"sha256:{digest}"
-
-
 class ReformulationCall(Generic[T]):
-    """The documents of one call, as engine passages with stable ids, and the originals.
-
-    A document keeps its own id as passage id; one without gets :func:`content_id`, so the
-    same document returned by two queries is merged even when the retriever builds fresh
-    objects. A title and text seen before under another id keep the first id (LlamaIndex
-    gives a node without an id a random one on every retrieval); a *different* text under
-    an id seen before gets ``<id>#<digest>``. One instance per call (calls stay thread-safe);
-    a round's searches fetch concurrently (worker threads for a sync retriever, tasks for an
-    async one) and register what they found one at a time, in the order they finish.
-    """
+    """The documents of one call, as engine passages with stable ids
+    (:class:`~neocorrag_core.records.reformulation.PassageIds`), and the originals the
+    output copies are made of. One instance per call; a round's searches fetch
+    concurrently (worker threads for a sync retriever, tasks for an async one)."""
 
     def __init__(self, read: Reader) -> None:
         self._read = read
+        self._ids = PassageIds()
         self._originals: dict[str, T] = {}
         self._by_query: dict[tuple[str, str], T] = {}
-        self._first_id: dict[str, str] = {}  # content fingerprint -> the id it came with first
-        self._fingerprints: dict[str, str] = {}
-        self._lock = threading.Lock()
 
     def search_with(
         self, fetch: Callable[[str], Sequence[T]]
@@ -98,63 +71,31 @@ class ReformulationCall(Generic[T]):
     def register(self, documents: Sequence[T], query: str = "") -> list[Passage]:
         """Passages for ``documents`` (in order), remembering the originals (and which
         ``query`` returned each)."""
-        read = [read_fields(i, self._read(i, original)) for i, original in enumerate(documents)]
         passages = []
-        with self._lock:
-            for original, fields in zip(documents, read, strict=True):
-                title = fields[2].get("title")
-                title = title if isinstance(title, str) else ""
-                pid = self._passage_id(fields[0], fields[1], title)
-                self._originals.setdefault(pid, original)
-                self._by_query.setdefault((query, pid), original)
-                passages.append(passage(pid, fields))
+        for i, original in enumerate(documents):
+            fields = read_fields(i, self._read(i, original))
+            title = fields[2].get("title")
+            pid = self._ids.id_for(fields[0], fields[1], title if isinstance(title, str) else "")
+            self._originals.setdefault(pid, original)  # dict.setdefault: atomic
+            self._by_query.setdefault((query, pid), original)
+            passages.append(passage(pid, fields))
         return passages
-
-    def _passage_id(self, doc_id: Any, text: str, title: str) -> str:
-        fingerprint = content_id(text, title)
-        if fingerprint in self._first_id:  # the same document, dropped once, stays dropped
-            return self._first_id[fingerprint]
-        pid = doc_id if isinstance(doc_id, str) and doc_id else fingerprint
-        while pid in self._fingerprints and self._fingerprints[pid] != fingerprint:
-            pid = f"{pid}#{fingerprint.removeprefix('sha256:')[:12]}"
-        self._fingerprints[pid] = fingerprint
-        self._first_id[fingerprint] = pid
-        return pid
 
     def originals(self, passage_ids: Sequence[str]) -> list[T]:
         """The objects the retriever returned for ``passage_ids``, in that order."""
         return [self._originals[pid] for pid in passage_ids]
 
     def outputs(self, result: ReformulationResult, copy: Copy[T]) -> list[T]:
-        """The engine's ranking as copies of the original objects, best first, each with its
-        own ``neocorrag_*`` metadata. The original is the one the crediting query returned
-        (concurrent searches register in the order they finish)."""
-        residual = [{"text": q.text, "kind": q.kind, "round": q.round} for q in result.queries[1:]]
-        evidence = [p.text for p in result.evidence]
-        provenance = provenance_of(result)
-        out = []
-        for rank, ranked in enumerate(result.passages, start=1):
-            found = result.queries[ranked.found_by]
-            pid = ranked.passage.id
-            metadata = {
-                EVIREFORM_RANK: rank,
-                EVIREFORM_SCORE: float(ranked.score),
-                FOUND_BY_QUERY: found.text,
-                FOUND_BY_KIND: found.kind,
-                QUERY_RANKS: [
-                    {"query": result.queries[i].text, "kind": result.queries[i].kind, "rank": r + 1}
-                    for i, r in ranked.retrieval_ranks
-                ],
-                RESIDUAL_QUERIES: [dict(q) for q in residual],
-                EVIREFORM_EVIDENCE: list(evidence),
-            }
-            if pid in provenance:  # read back by a refiner later in the pipeline
-                metadata[PROVENANCE] = provenance_metadata(provenance[pid])
-            if result.notes:
-                metadata[EVIREFORM_NOTES] = list(result.notes)
-            original = self._by_query.get((found.text, pid), self._originals[pid])
-            out.append(copy(original, float(ranked.score), metadata))
-        return out
+        """The engine's ranking as copies of the original objects, best first, with the
+        core's records. The original is the one the crediting query returned."""
+        return [
+            copy(
+                self._by_query.get((r.found_by, r.passage_id), self._originals[r.passage_id]),
+                r.score,
+                r.metadata,
+            )
+            for r in reformulation_records(result)
+        ]
 
 
 def _first(documents: Any, k: int) -> list[Any]:

@@ -5,6 +5,9 @@ import it instead of repeating the string::
 
     from neocorrag_integrations.metadata_keys import KEPT_REASON
     reasons = [doc.metadata[KEPT_REASON] for doc in refined]
+
+The keys are the core's (:mod:`neocorrag_core.records.keys`, where they are documented):
+the records every framework writes are built there.
 """
 
 from __future__ import annotations
@@ -12,112 +15,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from neocorrag_core.evireform.provenance import PROVENANCE_KEY
-
-# --- written by NeocorRAGCompressor / NeocorRAGPostprocessor
-KEPT_REASON = "neocorrag_kept_reason"
-"""Why a document was kept: ``"top_n"``, ``"chain"``, ``"query_entity"``, ``"bridge"`` or
-``"passthrough"`` (:class:`neocorrag_core.KeepReason`)."""
-RETRIEVAL_RANK = "neocorrag_retrieval_rank"
-"""1-based position of the document in the input (retrieval order)."""
-CHAIN_IDS = "neocorrag_chain_ids"
-"""Numbers (1-based: ``CHAINS``' ``number``, as in a chain block) of the chains this document
-supplied a triple to. There is no block by default (``chain_format="none"``), and a chain may
-have no line in one (``"linking"`` leaves out the chains one kept document states whole;
-``max_chain_lines`` keeps the first lines); ``CHAINS`` lists every chain by its number."""
-FALLBACK = "neocorrag_fallback"
-"""Why nothing was filtered (e.g. ``"no_triples"``), or ``None`` when chains were found."""
-IS_EVIDENCE_CHAINS = "neocorrag_evidence_chains"
-"""``True`` on the one extra document/node that holds the evidence chains."""
-# The six keys below (RUN_KEYS) describe the whole call: they sit on the first kept
-# document when there is no chain document (the default chain_format="none", a block
-# without text, include_chains=False), else on the chain document. run_metadata() finds
-# them wherever they are.
-CHAINS = "neocorrag_chains"
-"""Run metadata: one dict per chain: ``number``, ``text``, ``triples`` (each with
-``subject``, ``relation``, ``object`` and the ``source_ranks`` of the documents it came from),
-``source_ranks`` and ``source_ids`` of the whole chain, ``search_score``, ``lm_logprob``."""
-DROPPED_RANKS = "neocorrag_dropped_ranks"
-"""Run metadata: retrieval ranks of the documents that were dropped."""
-DROPPED_IDS = "neocorrag_dropped_ids"
-"""Run metadata: ids of the dropped documents (``None`` where a document had none)."""
-NUM_CANDIDATES = "neocorrag_num_candidates"
-"""Run metadata: how many candidate chains the search found."""
-TIMINGS = "neocorrag_timings"
-"""Run metadata: seconds per engine stage."""
-NOTES = "neocorrag_notes"
-"""Run metadata: what the engine noted about the call (``MiningResult.notes``): a work cap
-that bound (``WorkLimits``), the search's cap, decoding that fell back; empty when none."""
-FOCUSED = "neocorrag_focused"
-"""``True`` on a document whose text was cut to its evidence sentences
-(``MinerConfig.passage_focus``: ``"all"``, the default, or ``"linked"``); absent on
-documents handed on whole."""
-
-RUN_KEYS = (CHAINS, DROPPED_RANKS, DROPPED_IDS, NUM_CANDIDATES, TIMINGS, NOTES)
-"""The keys that describe the whole call rather than one document (see
-:func:`run_metadata`)."""
-
-REFINEMENT_KEYS = (
-    KEPT_REASON,
-    RETRIEVAL_RANK,
-    CHAIN_IDS,
-    FALLBACK,
-    IS_EVIDENCE_CHAINS,
-    CHAINS,
-    DROPPED_RANKS,
-    DROPPED_IDS,
-    NUM_CANDIDATES,
-    TIMINGS,
-    NOTES,
-    FOCUSED,
-)
-"""Every metadata key the compressor and the postprocessor may add."""
-
-# --- written by the EvidenceReformulationRetriever of either framework
-EVIREFORM_RANK = "neocorrag_evireform_rank"
-"""1-based position of the document in the reformulated ranking."""
-EVIREFORM_SCORE = "neocorrag_evireform_score"
-"""The EviReform score that ranked the document (a float; an empty query is an
-``InputError``, so there is always one)."""
-FOUND_BY_QUERY = "neocorrag_found_by_query"
-"""Text of the first query whose results held the document."""
-FOUND_BY_KIND = "neocorrag_found_by_kind"
-"""Kind of that query: ``"original"``, ``"question"`` (a name of the question the first
-search found nothing about), ``"template"`` (a bridge entity with the question's open
-relation words), ``"entities"`` (a bare bridge entity), ``"lm"`` or ``"repeat"``."""
-QUERY_RANKS = "neocorrag_query_ranks"
-"""Every query whose results held the document: ``{"query", "kind", "rank"}`` (1-based)."""
-RESIDUAL_QUERIES = "neocorrag_residual_queries"
-"""Every query sent after the original question (the same on each document of one call):
-``{"text", "kind", "round"}``, in the order they were sent."""
-EVIREFORM_EVIDENCE = "neocorrag_evireform_evidence"
-"""The propositions selected as evidence (the same on each document of one call)."""
-PROVENANCE = PROVENANCE_KEY
-"""Only on a document a residual query found on purpose (its first result, the bridge
-entity's page), or that holds a selected evidence fact: ``{"bridge": str, "evidence":
-bool}``. A NeocorRAG compressor or postprocessor after the retriever reads it and keeps
-such a document even when nothing links it to the others (kept reason ``"found_hop"`` or
-``"evidence"``)."""
-
-EVIREFORM_NOTES = "neocorrag_evireform_notes"
-"""Only when EviReform noted something about the call (the same on each document of it):
-residual searches given up at ``search_timeout``, queries past ``max_searches``, a work
-cap that bound (``WorkLimits``), an LM step skipped for its budget."""
-
-REFORMULATION_KEYS = (
-    EVIREFORM_RANK,
-    EVIREFORM_SCORE,
-    FOUND_BY_QUERY,
-    FOUND_BY_KIND,
-    QUERY_RANKS,
-    RESIDUAL_QUERIES,
-    EVIREFORM_EVIDENCE,
-)
-"""Every metadata key the reformulating retrievers add to every document (and
-:data:`PROVENANCE` to some, :data:`EVIREFORM_NOTES` to those of a call with notes)."""
-
-ALL_KEYS = (*REFINEMENT_KEYS, *REFORMULATION_KEYS, PROVENANCE, EVIREFORM_NOTES)
-"""Every key any adapter writes; all start with ``neocorrag_``."""
+from neocorrag_core.records.keys import ALL_KEYS as ALL_KEYS
+from neocorrag_core.records.keys import CHAIN_IDS as CHAIN_IDS
+from neocorrag_core.records.keys import CHAINS as CHAINS
+from neocorrag_core.records.keys import DROPPED_IDS as DROPPED_IDS
+from neocorrag_core.records.keys import DROPPED_RANKS as DROPPED_RANKS
+from neocorrag_core.records.keys import EVIREFORM_EVIDENCE as EVIREFORM_EVIDENCE
+from neocorrag_core.records.keys import EVIREFORM_NOTES as EVIREFORM_NOTES
+from neocorrag_core.records.keys import EVIREFORM_RANK as EVIREFORM_RANK
+from neocorrag_core.records.keys import EVIREFORM_SCORE as EVIREFORM_SCORE
+from neocorrag_core.records.keys import FALLBACK as FALLBACK
+from neocorrag_core.records.keys import FOCUSED as FOCUSED
+from neocorrag_core.records.keys import FOUND_BY_KIND as FOUND_BY_KIND
+from neocorrag_core.records.keys import FOUND_BY_QUERY as FOUND_BY_QUERY
+from neocorrag_core.records.keys import IS_EVIDENCE_CHAINS as IS_EVIDENCE_CHAINS
+from neocorrag_core.records.keys import KEPT_REASON as KEPT_REASON
+from neocorrag_core.records.keys import NOTES as NOTES
+from neocorrag_core.records.keys import NUM_CANDIDATES as NUM_CANDIDATES
+from neocorrag_core.records.keys import PROVENANCE as PROVENANCE
+from neocorrag_core.records.keys import QUERY_RANKS as QUERY_RANKS
+from neocorrag_core.records.keys import REFINEMENT_KEYS as REFINEMENT_KEYS
+from neocorrag_core.records.keys import REFORMULATION_KEYS as REFORMULATION_KEYS
+from neocorrag_core.records.keys import RESIDUAL_QUERIES as RESIDUAL_QUERIES
+from neocorrag_core.records.keys import RETRIEVAL_RANK as RETRIEVAL_RANK
+from neocorrag_core.records.keys import RUN_KEYS as RUN_KEYS
+from neocorrag_core.records.keys import TIMINGS as TIMINGS
 
 
 def run_metadata(refined: Sequence[Any]) -> dict[str, Any]:
@@ -147,12 +69,14 @@ __all__ = [
     "EVIREFORM_RANK",
     "EVIREFORM_SCORE",
     "FALLBACK",
+    "FOCUSED",
     "FOUND_BY_KIND",
     "FOUND_BY_QUERY",
     "IS_EVIDENCE_CHAINS",
     "KEPT_REASON",
     "NOTES",
     "NUM_CANDIDATES",
+    "PROVENANCE",
     "QUERY_RANKS",
     "REFINEMENT_KEYS",
     "REFORMULATION_KEYS",

@@ -46,6 +46,8 @@ class CachedTripleSource:
     ``max_chars_per_call`` what one :meth:`triples_for` call extracts in all: the passages
     past it get no triples in that call and nothing is stored for them (the query-time
     bound of :class:`~neocorrag_core.limits.WorkLimits`; ``None``: no cap, as at indexing).
+    ``max_chars_per_document`` scales that budget with the call: at most that many
+    characters per passage asked about (the smaller budget binds).
     """
 
     def __init__(
@@ -56,11 +58,13 @@ class CachedTripleSource:
         batch_size: int = 32,
         max_chars: int | None = None,
         max_chars_per_call: int | None = None,
+        max_chars_per_document: int | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.max_chars = max_chars
         self.max_chars_per_call = max_chars_per_call
+        self.max_chars_per_document = max_chars_per_document
         self.store = store
         self.extractor = extractor
         self.key = ExtractorKey.of(extractor)
@@ -99,10 +103,18 @@ class CachedTripleSource:
     def _within_budget(
         self, todo: list[int], passages: list[Passage], missing: dict[str, list[int]]
     ) -> list[int]:
-        """The passages of ``todo`` that fit ``max_chars_per_call`` (in rank order)."""
-        if self.max_chars_per_call is None:
+        """The passages of ``todo`` that fit the call's extraction budget (in rank order;
+        the first always does)."""
+        budgets = []
+        if self.max_chars_per_call is not None:
+            budgets.append((self.max_chars_per_call, "WorkLimits.max_extract_chars_per_call"))
+        if self.max_chars_per_document is not None:
+            scaled = self.max_chars_per_document * len(passages)
+            budgets.append((scaled, "WorkLimits.max_extract_chars_per_document"))
+        if not budgets:
             return todo
-        room = self.max_chars_per_call
+        budget, cap = min(budgets)
+        room = budget
         kept: list[int] = []
         for i in todo:
             size = len(passages[i].text)
@@ -116,9 +128,9 @@ class CachedTripleSource:
             from neocorrag_core.limits import note
 
             note(
-                f"work cap: {len(todo) - len(kept)} passage(s) past {self.max_chars_per_call:,} "
-                "characters of extraction in one call got no triples this call "
-                "(WorkLimits.max_extract_chars_per_call); index the corpus ahead to avoid it"
+                f"work cap: {len(todo) - len(kept)} passage(s) past {budget:,} characters of "
+                f"extraction in one call got no triples this call ({cap}); index the corpus "
+                "ahead to avoid it"
             )
         return kept
 

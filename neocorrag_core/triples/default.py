@@ -181,6 +181,7 @@ class DefaultTripleSource:
                 extractor,
                 max_chars=self.limits.max_extract_chars,
                 max_chars_per_call=self.limits.max_extract_chars_per_call,
+                max_chars_per_document=self.limits.max_extract_chars_per_document,
             )
         return _StoreReader(store, ExtractorKey.of(extractor), "off" if installed else "spacy")
 

@@ -369,3 +369,25 @@ def test_a_huge_question_is_read_to_its_cap_and_handed_back_whole() -> None:
     assert longest[0] <= WorkLimits().max_query_chars
     assert result.query == question
     assert any("WorkLimits.max_query_chars" in n for n in result.notes), result.notes
+
+
+def test_the_new_texts_a_call_embeds_scale_with_its_documents() -> None:
+    import numpy as np
+
+    from neocorrag_core.models import TextEmbedder
+
+    embedded = [0]
+
+    def encode(texts: list[str]) -> np.ndarray:
+        embedded[0] += len(texts)
+        return np.ones((len(texts), 8), dtype=np.float32)
+
+    listing = [[f"Name {i}", "member of", f"Band {i}"] for i in range(300)]
+    passages = [
+        Passage(f"c{j}", "The members were ...", metadata={"triples": listing}) for j in range(2)
+    ]
+    miner = EvidenceChainMiner(embedder=TextEmbedder(encode))
+    result = miner.mine("Who was a member of Band 1?", passages)
+    per_document = WorkLimits().max_new_texts_per_document
+    assert embedded[0] <= 2 * per_document + 10  # two documents' worth, the question's few
+    assert any("WorkLimits.max_new_texts_per_document" in n for n in result.notes)

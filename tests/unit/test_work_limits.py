@@ -134,3 +134,17 @@ def test_limits_are_checked(bad: object) -> None:
         WorkLimits(max_triples=bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="limits"):
         EvidenceChainMiner(limits={"max_triples": 3})  # type: ignore[arg-type]
+
+
+def test_query_time_extraction_scales_with_the_documents_of_the_call(tmp_path: Path) -> None:
+    """Five passages of 20,000 characters: a call over five documents extracts what five
+    ordinary documents may (5 x 5,000 characters), not 100,000."""
+    extractor = CountingExtractor()
+    source = DefaultTripleSource(store=tmp_path / "s.sqlite", extractor=extractor)
+    passages = [Passage(f"p{i}", "word " * 4_000, f"Title {i}") for i in range(5)]
+    miner, _ = miner_with(triple_source=source)
+    result = miner.mine("What is long?", passages)
+    per_document = WorkLimits().max_extract_chars_per_document
+    assert extractor.seen == ["p0"]  # the first always; the next would pass 25,000
+    assert extractor.chars <= 5 * per_document
+    assert any("max_extract_chars_per_document" in n for n in result.notes), result.notes
