@@ -152,6 +152,22 @@ class KeepReason(str, Enum):
     PASSTHROUGH = "passthrough"
     """The engine found nothing to filter with, so the input went through unchanged."""
 
+    @property
+    def label(self) -> str:
+        """A few words for a legend or a table: why a passage with this reason is kept."""
+        return _KEEP_LABELS[self]
+
+
+_KEEP_LABELS = {
+    KeepReason.TOP_N: "top-N by retrieval rank",
+    KeepReason.CHAIN: "supplies a chain fact",
+    KeepReason.QUERY_ENTITY: "about a query entity",
+    KeepReason.BRIDGE: "linked to a passage about the question",
+    KeepReason.FOUND_HOP: "a hop EviReform searched for",
+    KeepReason.EVIDENCE: "holds a fact EviReform selected",
+    KeepReason.PASSTHROUGH: "passed through (nothing to filter with)",
+}
+
 
 class LossStage(str, Enum):
     """The first stage of the chain pipeline a dropped passage did not get through.

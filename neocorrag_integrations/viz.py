@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from neocorrag_core.types import KeepReason
 from neocorrag_integrations.metadata_keys import (
     CHAINS,
     DROPPED_RANKS,
@@ -22,21 +23,25 @@ from neocorrag_integrations.metadata_keys import (
 )
 
 _DOC_NODE = re.compile(r"doc \d+")
-# Document colours by status; entity nodes are drawn white.
+_REASON_COLORS = {
+    KeepReason.CHAIN: "#4caf50",
+    KeepReason.TOP_N: "#64b5f6",
+    KeepReason.QUERY_ENTITY: "#ffb74d",
+    KeepReason.BRIDGE: "#ba68c8",
+    KeepReason.FOUND_HOP: "#4db6ac",
+    KeepReason.EVIDENCE: "#f06292",
+    KeepReason.PASSTHROUGH: "#90a4ae",
+}
+# Document colours by status (a keep reason, "dropped", or "kept" for a reason this version
+# does not know); entity nodes are drawn white.
 STATUS_COLORS = {
-    "chain": "#4caf50",
-    "top_n": "#64b5f6",
-    "query_entity": "#ffb74d",
-    "bridge": "#ba68c8",
-    "passthrough": "#90a4ae",
+    **{reason.value: _REASON_COLORS[reason] for reason in KeepReason},
+    "kept": "#78909c",
     "dropped": "#bdbdbd",
 }
 STATUS_LABELS = {
-    "chain": "kept: supplies a chain fact",
-    "top_n": "kept: top-N by retrieval rank",
-    "query_entity": "kept: about a query entity",
-    "bridge": "kept: linked to a passage about the question",
-    "passthrough": "kept: passed through (nothing to filter with)",
+    **{reason.value: f"kept: {reason.label}" for reason in KeepReason},
+    "kept": "kept",
     "dropped": "dropped",
 }
 
@@ -48,7 +53,8 @@ def evidence_graph(refined: Sequence[Any], retrieved: Sequence[Any] | None = Non
     chain triple (``relation``, ``chains``: chain numbers, ``ranks``: source documents); an
     entity is its own name, or ``"<name> (entity)"`` when that name is also a document
     node's. Document nodes are named ``"doc <rank>"`` (``kind="document"``, ``status``:
-    ``"chain"``, ``"top_n"`` or ``"dropped"``, ``title``) with a ``kind="source"`` edge to
+    a :class:`~neocorrag_core.types.KeepReason` value, ``"dropped"``, or ``"kept"`` for a
+    reason it does not know, ``title``) with a ``kind="source"`` edge to
     the subject of each fact they supplied (``fact``: the triple). ``retrieved`` (the input, in
     retrieval order) gives the dropped documents their titles.
     """
@@ -61,7 +67,8 @@ def evidence_graph(refined: Sequence[Any], retrieved: Sequence[Any] | None = Non
         if meta.get(IS_EVIDENCE_CHAINS) or RETRIEVAL_RANK not in meta:
             continue
         rank = meta[RETRIEVAL_RANK]
-        status = meta.get(KEPT_REASON) if meta.get(KEPT_REASON) in STATUS_COLORS else "top_n"
+        reason = meta.get(KEPT_REASON)
+        status = reason if isinstance(reason, str) and reason in STATUS_COLORS else "kept"
         graph.add_node(f"doc {rank}", kind="document", status=status, title=_title(doc, rank))
     if chain_meta is None:
         return graph

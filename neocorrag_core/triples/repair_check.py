@@ -112,9 +112,10 @@ def _check(file: Path, pragma: str | None) -> StoreCheck:
             NOT_A_STORE,
             "it does not start with the SQLite header: it is not a database, or its first "
             "bytes were overwritten (then nothing in it can be read)",
-            f"if {name} is your triple store, delete it (a store is a cache: its triples and "
-            "vectors are extracted again as they are needed); if it is another file, pass "
-            "the store's path with --store",
+            f"pass the store's path with --store (or NEOCORRAG_CACHE); {name} is left as it "
+            "is, and nothing here suggests it held a store: if you know it was your triple "
+            "store, move it aside (a store is a cache: its triples and vectors are made "
+            "again as they are needed)",
         )
     with closing(_open_read_only(file)) as conn:
         try:

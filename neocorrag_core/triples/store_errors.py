@@ -42,8 +42,8 @@ def damaged_message(path: str, cause: str) -> str:
     """The message of a store file that is damaged or not a neocorrag store at all."""
     return (
         f"the triple store {path} is damaged or is not a neocorrag triple store "
-        f"({cause}); it was left as it is: delete it (its triples are extracted again) or "
-        "point NEOCORRAG_CACHE / --store at another file"
+        f"({cause}); it was left as it is: `neocorrag store check --store {path}` says which "
+        "and the fix, or point NEOCORRAG_CACHE / --store at another file"
     )
 
 

@@ -119,3 +119,39 @@ def test_an_entity_named_like_a_document_stays_an_entity():
     assert ("Mountrail County", "doc 1 (entity)") in facts
     ax = draw_evidence(refined, retrieved)
     assert "doc 1" in {t.get_text() for t in ax.texts}
+
+
+def test_every_keep_reason_is_drawn_as_itself_with_its_own_legend_entry():
+    """The statuses come from the one enum: a document kept for any reason (EviReform's
+    found_hop and evidence included) is drawn as that reason, never as top_n."""
+    import matplotlib.pyplot as plt
+    from langchain_core.documents import Document
+
+    from neocorrag_core.types import KeepReason
+    from neocorrag_integrations.metadata_keys import KEPT_REASON, RETRIEVAL_RANK
+    from neocorrag_integrations.viz import STATUS_COLORS, STATUS_LABELS
+
+    refined = [
+        Document(
+            page_content=f"text {i}",
+            metadata={"title": reason.value, KEPT_REASON: reason.value, RETRIEVAL_RANK: i + 1},
+        )
+        for i, reason in enumerate(KeepReason)
+    ]
+    refined.append(
+        Document(
+            page_content="x", metadata={KEPT_REASON: "from a newer version", RETRIEVAL_RANK: 99}
+        )
+    )
+    graph = evidence_graph(refined)
+    statuses = [graph.nodes[f"doc {i + 1}"]["status"] for i in range(len(KeepReason))]
+    assert statuses == [reason.value for reason in KeepReason]
+    assert graph.nodes["doc 99"]["status"] == "kept"
+    for reason in KeepReason:
+        assert reason.value in STATUS_COLORS
+        assert STATUS_LABELS[reason.value] == f"kept: {reason.label}"
+    assert len(set(STATUS_COLORS.values())) == len(STATUS_COLORS)
+    ax = draw_evidence(refined)
+    shown = {text.get_text() for text in ax.get_legend().get_texts()}
+    assert {f"kept: {reason.label}" for reason in KeepReason} <= shown
+    plt.close("all")
