@@ -71,19 +71,6 @@ async def acall_search(search: AsyncSearchFn, query: str, k: int) -> list[Passag
     return check_results(query, results)[:k]
 
 
-async def gather_all_or_cancel(calls: list[Awaitable[list[Passage]]]) -> list[list[Passage]]:
-    """Run one round's searches concurrently; on the first failure cancel the others
-    (no search keeps running, or warns later, after the error is raised)."""
-    tasks = [asyncio.ensure_future(call) for call in calls]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-
-
 @dataclass
 class SearchRound:
     """The results of one round of searches, in request order; a search that did not
@@ -125,14 +112,12 @@ async def arun_searches(
     search: AsyncSearchFn, requests: Sequence[tuple[str, int]], deadline: float | None = None
 ) -> SearchRound:
     """Async :func:`run_searches`: the searches run concurrently as tasks; those still
-    running at ``deadline`` are cancelled. The first failure cancels the rest and raises."""
+    running at ``deadline`` are cancelled. The first failure cancels the rest and raises
+    (the first failed search in request order)."""
     tasks = [asyncio.ensure_future(acall_search(search, query, k)) for query, k in requests]
     try:
         timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
         await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_EXCEPTION)
-        failed = [t for t in tasks if t.done() and not t.cancelled() and t.exception()]
-        if failed:
-            raise failed[0].exception()  # type: ignore[misc]
     finally:
         await _cancel_all(tasks)  # those still running at the deadline, or after a failure
     return _round_of(requests, tasks)
@@ -171,7 +156,6 @@ __all__ = [
     "arun_searches",
     "call_search",
     "check_results",
-    "gather_all_or_cancel",
     "run_searches",
     "search_error",
 ]
