@@ -16,7 +16,7 @@ them (the adapters here do it for you). Needs only ``langchain-core``
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -39,17 +39,20 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 
 from neocorrag_core.belief import BeliefConfig, BeliefController
 from neocorrag_core.errors import ConfigError, InputError
+from neocorrag_core.graph import GraphRetriever
 from neocorrag_core.models import TextEmbedder, resolve_embedder
 from neocorrag_core.once import LoadOnce
 from neocorrag_integrations._belief import BeliefEngine, question_of, result_fields
 from neocorrag_integrations._common import (
     Fields,
     RefinerSettings,
+    check_call_k,
     check_query,
     check_sequence,
     detached_copy,
     kept_metadata,
 )
+from neocorrag_integrations._graph import select as select_by_graph
 from neocorrag_integrations._langchain_models import (
     LangChainChatModel,
     as_chat_model,
@@ -68,6 +71,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BeliefRAG",
+    "CorpusGraphRetriever",
     "EvidencePipelineRetriever",
     "EvidenceReformulationRetriever",
     "NeocorRAGCompressor",
@@ -316,6 +320,87 @@ class EvidencePipelineRetriever(BaseRetriever):
         config: RunnableConfig = {"callbacks": run_manager.get_child()}
         found = await self.reformulation.ainvoke(query, config=config)
         return list(await self.compressor.acompress_documents(found, query))
+
+
+class CorpusGraphRetriever(BaseRetriever):
+    """Your retriever's candidates, chosen and completed on the corpus graph of the triple
+    store: HippoRAG-style retrieval with no LLM, without EviReform.
+
+    Build it with :meth:`from_retriever`. Each call asks ``retriever`` for its candidates
+    (configure it to return ``candidates`` documents, e.g. ``search_kwargs={"k": 20}``),
+    seeds a walk on the store's graph from the question and them, and returns copies of the
+    ``k`` documents the walk ranks best with ``neocorrag_graph_score`` /
+    ``neocorrag_found_by_graph`` / ``neocorrag_graph_via`` metadata. With ``get_by_ids``
+    (your vector store's ``get_by_ids``) a stored document no search returned can be among
+    them; without it the graph chooses among the candidates.
+    """
+
+    retriever: RetrieverLike
+    """The retriever whose results seed the walk."""
+    engine: GraphRetriever
+    """The core graph retriever (its store, embedder and settings)."""
+    k: int = 5
+    """Documents returned."""
+    get_by_ids: Callable[[list[str]], Sequence[Document]] | None = None
+    """Reads stored documents by id (``vectorstore.get_by_ids``)."""
+
+    @classmethod
+    def from_retriever(
+        cls,
+        retriever: RetrieverLike,
+        *,
+        k: int = 5,
+        get_by_ids: Callable[[list[str]], Sequence[Document]] | None = None,
+        embedder: Any = None,
+        triple_source: Any = None,
+    ) -> CorpusGraphRetriever:
+        """The graph retriever over ``retriever``.
+
+        Parameters
+        ----------
+        retriever: your retriever (any runnable from a query to documents).
+        k: documents returned.
+        get_by_ids: ``vectorstore.get_by_ids`` of the store ``retriever`` searches.
+        embedder, triple_source: as for :class:`NeocorRAGCompressor` (the triple source
+            must read a store: the graph is the store's).
+
+        Examples
+        --------
+        >>> graph = CorpusGraphRetriever.from_retriever(  # doctest: +SKIP
+        ...     store.as_retriever(search_kwargs={"k": 20}), get_by_ids=store.get_by_ids,
+        ...     embedder=embeddings, triple_source=DefaultTripleSource(store="triples.sqlite"))
+        >>> documents = graph.invoke("Who is the mother of the director of Polish-Russian War?")
+        """
+        check_call_k("CorpusGraphRetriever", k)
+        engine = GraphRetriever(embedder=engine_embedder(embedder), triple_source=triple_source)
+        return cls(retriever=retriever, engine=engine, k=k, get_by_ids=get_by_ids)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        query = check_query("CorpusGraphRetriever", query)
+        config: RunnableConfig = {"callbacks": run_manager.get_child()}
+        found = self.retriever.invoke(query, config=config)
+        return select_by_graph(
+            self.engine, query, found, self.k, read=_read, copy=_copy, get_by_ids=self.get_by_ids
+        )
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        query = check_query("CorpusGraphRetriever", query)
+        config: RunnableConfig = {"callbacks": run_manager.get_child()}
+        found = await self.retriever.ainvoke(query, config=config)
+        return await asyncio.to_thread(
+            select_by_graph,
+            self.engine,
+            query,
+            found,
+            self.k,
+            read=_read,
+            copy=_copy,
+            get_by_ids=self.get_by_ids,
+        )
 
 
 BeliefInput = str | dict[str, Any]

@@ -14,7 +14,7 @@ translate them (the adapters here do it for you). Needs ``llama-index-core``
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -39,6 +39,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 from neocorrag_core.belief import BeliefConfig, BeliefController
 from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.evireform import EvidenceReformulator
+from neocorrag_core.graph import GraphRetriever
 from neocorrag_core.models import LazyModels, TextEmbedder, resolve_embedder
 from neocorrag_core.once import LoadOnce
 from neocorrag_core.validation import check_bool, check_instance, clean_text
@@ -47,11 +48,13 @@ from neocorrag_integrations._common import (
     Fields,
     RefineCall,
     RefinerSettings,
+    check_call_k,
     check_query,
     check_sequence,
     detached_copy,
     kept_metadata,
 )
+from neocorrag_integrations._graph import select as select_by_graph
 from neocorrag_integrations._llama_index_models import as_chat_model, as_embedder
 from neocorrag_integrations._reformulation import ReformulationSettings
 from neocorrag_integrations._translate import engine_embedder, engine_lm
@@ -65,6 +68,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BeliefQueryEngine",
+    "CorpusGraphRetriever",
     "EvidencePipelineRetriever",
     "EvidenceReformulationRetriever",
     "NeocorRAGEmbedding",
@@ -461,6 +465,69 @@ class EvidencePipelineRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         found = await self.reformulation.aretrieve(query_bundle)
         return await self.postprocessor.apostprocess_nodes(found, query_bundle=query_bundle)
+
+
+class CorpusGraphRetriever(BaseRetriever):
+    """Your retriever's candidates, chosen and completed on the corpus graph of the triple
+    store: HippoRAG-style retrieval with no LLM, without EviReform.
+
+    Each call asks ``retriever`` for its candidates (``similarity_top_k=20``, say), seeds a
+    walk on the store's graph from the question and them, and returns copies of the ``k``
+    nodes the walk ranks best with ``neocorrag_graph_score`` / ``neocorrag_found_by_graph``
+    / ``neocorrag_graph_via`` metadata (hidden from the LLM and the embedder). With
+    ``get_nodes`` (your vector store's ``get_nodes(node_ids=...)``) a stored node no search
+    returned can be among them; without it the graph chooses among the candidates.
+
+    Args:
+        retriever: your LlamaIndex retriever.
+        k: nodes returned.
+        get_nodes: reads stored nodes by id (``vector_store.get_nodes``).
+        embedder, triple_source: as for :class:`NeocorRAGPostprocessor` (the triple source
+            must read a store: the graph is the store's).
+    """
+
+    def __init__(
+        self,
+        retriever: BaseRetriever,
+        *,
+        k: int = 5,
+        get_nodes: Callable[..., Sequence[Any]] | None = None,
+        embedder: Any = None,
+        triple_source: Any = None,
+        callback_manager: CallbackManager | None = None,
+    ) -> None:
+        owner = "CorpusGraphRetriever"
+        _retriever_check(owner, retriever, callback_manager)
+        k = check_call_k(owner, k)
+        super().__init__(callback_manager=callback_manager)
+        self.k = k
+        self.retriever = retriever
+        self.get_nodes = get_nodes
+        self.engine = GraphRetriever(
+            embedder=engine_embedder(embedder), triple_source=triple_source
+        )
+
+    def _by_ids(self, ids: list[str]) -> list[NodeWithScore]:
+        assert self.get_nodes is not None
+        return [NodeWithScore(node=node, score=None) for node in self.get_nodes(node_ids=ids)]
+
+    def _select(self, query_bundle: QueryBundle, found: list[NodeWithScore]) -> list[NodeWithScore]:
+        return select_by_graph(
+            self.engine,
+            _question(query_bundle),
+            found,
+            self.k,
+            read=_read,
+            copy=_copy,
+            get_by_ids=self._by_ids if self.get_nodes is not None else None,
+        )
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._select(query_bundle, self.retriever.retrieve(query_bundle))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        found = await self.retriever.aretrieve(query_bundle)
+        return await asyncio.to_thread(self._select, query_bundle, found)
 
 
 def _question(query_bundle: QueryBundle) -> str:

@@ -26,8 +26,12 @@ from neocorrag_core.records.keys import EVIREFORM_RANK as EVIREFORM_RANK
 from neocorrag_core.records.keys import EVIREFORM_SCORE as EVIREFORM_SCORE
 from neocorrag_core.records.keys import FALLBACK as FALLBACK
 from neocorrag_core.records.keys import FOCUSED as FOCUSED
+from neocorrag_core.records.keys import FOUND_BY_GRAPH as FOUND_BY_GRAPH
 from neocorrag_core.records.keys import FOUND_BY_KIND as FOUND_BY_KIND
 from neocorrag_core.records.keys import FOUND_BY_QUERY as FOUND_BY_QUERY
+from neocorrag_core.records.keys import GRAPH_KEYS as GRAPH_KEYS
+from neocorrag_core.records.keys import GRAPH_SCORE as GRAPH_SCORE
+from neocorrag_core.records.keys import GRAPH_VIA as GRAPH_VIA
 from neocorrag_core.records.keys import IS_EVIDENCE_CHAINS as IS_EVIDENCE_CHAINS
 from neocorrag_core.records.keys import KEPT_REASON as KEPT_REASON
 from neocorrag_core.records.keys import NOTES as NOTES
@@ -70,8 +74,12 @@ __all__ = [
     "EVIREFORM_SCORE",
     "FALLBACK",
     "FOCUSED",
+    "FOUND_BY_GRAPH",
     "FOUND_BY_KIND",
     "FOUND_BY_QUERY",
+    "GRAPH_KEYS",
+    "GRAPH_SCORE",
+    "GRAPH_VIA",
     "IS_EVIDENCE_CHAINS",
     "KEPT_REASON",
     "NOTES",

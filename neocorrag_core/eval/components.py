@@ -97,6 +97,7 @@ def build_components(
             belief_overrides=dict(settings.belief_overrides),
             reader_lm=None if no_reader else reader_lm,
             reader=settings.reader,
+            corpus=corpus if corpus is not None else pooled_corpus(examples),
         )
         methods = build_methods(settings.methods, context)
     reader: Reader | NoReader = (

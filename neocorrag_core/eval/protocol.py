@@ -85,6 +85,9 @@ class BuildContext:
     reader: str = "default"
     """The ``--reader`` spec the reader LM was resolved from (picks the belief methods'
     fitted models, :data:`~neocorrag_core.belief.calibrator.SHIPPED_MODELS`)."""
+    corpus: Sequence[Passage] = ()
+    """The run's passages (the pooled corpus, or every question's candidates): where a
+    method that chooses passages no search returned (``graph``) takes them from."""
     shared: dict[str, Any] = field(default_factory=dict)
 
 

@@ -85,6 +85,7 @@ _REFINERS = "neocorrag_core.eval.refiners"
 _EVIREFORM = "neocorrag_core.eval.evireform_methods"
 _BELIEF = "neocorrag_core.eval.belief_methods"
 _PIPELINE = "neocorrag_core.eval.pipeline_methods"
+_GRAPH = "neocorrag_core.eval.graph_methods"
 
 
 BUILTIN_METHODS: tuple[MethodSpec, ...] = (
@@ -109,6 +110,12 @@ BUILTIN_METHODS: tuple[MethodSpec, ...] = (
         "EviReform, then the refiner told what EviReform found on purpose (the pipeline)",
         f"{_PIPELINE}:build",
         version=f"{_PIPELINE}:method_version",
+    ),
+    MethodSpec(
+        "graph",
+        "graph retrieval: the search's candidates chosen on the store's corpus graph",
+        f"{_GRAPH}:build",
+        version=f"{_GRAPH}:method_version",
     ),
     MethodSpec(
         "belief",

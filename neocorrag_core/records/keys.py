@@ -115,7 +115,25 @@ REFORMULATION_KEYS = (
 """Every metadata key the reformulating retrievers add to every document (and
 :data:`PROVENANCE` to some, :data:`EVIREFORM_NOTES` to those of a call with notes)."""
 
-ALL_KEYS = (*REFINEMENT_KEYS, *REFORMULATION_KEYS, PROVENANCE, EVIREFORM_NOTES)
+# --- written by the graph retrievers (CorpusGraphRetriever, CorpusGraphNodeRetriever)
+GRAPH_SCORE = "neocorrag_graph_score"
+"""The document's share of the walk on the corpus graph (higher: closer to the evidence)."""
+FOUND_BY_GRAPH = "neocorrag_found_by_graph"
+"""``True`` when no search returned the document: the graph reached it through a shared
+entity and it was fetched from the vector store by id."""
+GRAPH_VIA = "neocorrag_graph_via"
+"""The entities (surface names) that carried the walk to the document, most first."""
+
+GRAPH_KEYS = (GRAPH_SCORE, FOUND_BY_GRAPH, GRAPH_VIA)
+"""Every metadata key the graph retrievers add to every document."""
+
+ALL_KEYS = (
+    *REFINEMENT_KEYS,
+    *REFORMULATION_KEYS,
+    PROVENANCE,
+    EVIREFORM_NOTES,
+    *GRAPH_KEYS,
+)
 """Every key any adapter writes; all start with ``neocorrag_``."""
 
 
@@ -131,8 +149,12 @@ __all__ = [
     "EVIREFORM_SCORE",
     "FALLBACK",
     "FOCUSED",
+    "FOUND_BY_GRAPH",
     "FOUND_BY_KIND",
     "FOUND_BY_QUERY",
+    "GRAPH_KEYS",
+    "GRAPH_SCORE",
+    "GRAPH_VIA",
     "IS_EVIDENCE_CHAINS",
     "KEPT_REASON",
     "NOTES",

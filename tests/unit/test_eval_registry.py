@@ -52,6 +52,7 @@ def test_the_products_methods_are_what_a_user_compares():
         "neocorrag-paper",
         "evireform",
         "evireform-refined",
+        "graph",
         "belief",
         "belief-composed",
     ]
