@@ -39,9 +39,7 @@ def rows(passages: int, seed: int = 0) -> list[tuple[str, str, str]]:
     for p in range(passages):
         digest = f"p{p}"
         for t in range(TRIPLES_PER_PASSAGE):
-            s, o = (
-                f"P{p}.{t}.{i}" if own[p, t, i] else f"E{shared[p, t, i]}" for i in range(2)
-            )
+            s, o = (f"P{p}.{t}.{i}" if own[p, t, i] else f"E{shared[p, t, i]}" for i in range(2))
             out.append((digest, s, o))
     return out
 
