@@ -46,6 +46,7 @@ def main() -> None:
     parser.add_argument("--cache", required=True)
     parser.add_argument("--grid", nargs="*", default=[])
     parser.add_argument("--names-only", action="store_true")
+    parser.add_argument("--hub-power", type=float, default=0.0)
     parser.add_argument("--fuse", type=float, default=0.0)
     parser.add_argument("--first-weight", type=float, default=1.0)
     args = parser.parse_args()
@@ -82,7 +83,18 @@ def main() -> None:
         }
         cache_path.write_text(json.dumps(cache))
     graphs = CorpusGraphCache(store, source.key, names_only=args.names_only)
-    graphs.get()
+    graph = graphs.get()
+    if args.hub_power:
+        from scipy import sparse
+
+        counts = np.maximum(graph.entity_passage_counts, 1.0)
+        scale = sparse.diags(counts**-args.hub_power)
+        incidence = graph.passage_entities @ scale  # into a common entity: less likely
+        links = scale @ graph.entity_links @ scale
+        adjacency = sparse.bmat([[links, incidence.T], [incidence, None]], format="csr")
+        degree = np.asarray(adjacency.sum(axis=0)).ravel()
+        inverse = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
+        object.__setattr__(graph, "transition", (adjacency @ sparse.diags(inverse)).tocsr())
 
     def fetch(hashes, graph):
         return {h: by_hash[h] for h in hashes if h in by_hash}

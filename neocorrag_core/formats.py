@@ -27,8 +27,10 @@ from typing import Any
 from neocorrag_core.errors import InputError
 from neocorrag_core.validation import clean_text
 
-QUESTION_FORMATS = ("musique", "hotpotqa", "hotpotqa-columnar", "2wiki")
-"""Formats whose rows are questions (each with its own passages)."""
+QUESTION_FORMATS = ("musique", "hotpotqa", "hotpotqa-columnar", "2wiki", "questions")
+"""Formats whose rows are questions: the benchmarks' (each with its own passages) and
+``questions``, a user's own (``question``, ``answers``, optional gold ids or titles; the
+passages come from the user's store)."""
 PASSAGE_FORMATS = ("passages", "title_sentences", "openie")
 """Formats that hold passages only."""
 
@@ -192,6 +194,8 @@ def detect_format(data: Any, *, origin: str = "data") -> tuple[str, Any]:
         if "question" not in row and _has_text(row):
             return "passages", data
     if any("question" in row for row in rows):
+        if not any("context" in row or "supporting_facts" in row for row in rows):
+            return "questions", data  # a user's own questions: passages from their store
         return "hotpotqa", data  # questions whose rows lack a context (2Wiki rows may)
     raise DataFormatError(_unknown(origin, f"a list of objects with keys {sorted(rows[0])[:6]}"))
 

@@ -208,8 +208,8 @@ def render_chains(
     (the passages the reader gets) states whole: such a chain only repeats a passage the
     reader reads anyway, while a chain that crosses passages tells it how they connect and
     one with a fact of a dropped passage tells it something it would not see; '' when no
-    chain is left. (Always keeping the first chain as well measured worse on the tune
-    half: docs/lab-log.md, "Only the chains that link passages".)
+    chain is left. The best-scored chain gets no exception: stated whole by one passage, it
+    too only repeats what the reader reads.
     Lines keep the chain's number in every format, so chain numbers in document metadata
     still point at the right line. ``"none"``: no block ('').
 

@@ -202,10 +202,13 @@ class KeptPassage:
     """The passage's whole text when ``passage.text`` was cut to its evidence sentences
     (``MinerConfig.passage_focus``); ``None`` when it is whole."""
 
-    def explain(self) -> str:
-        """One human-readable line saying why this passage is in the context."""
+    def explain(self, top_n: int | None = None) -> str:
+        """One human-readable line saying why this passage is in the context; ``top_n``
+        (``MiningResult.top_n``) is how many passages were kept by rank, said when given."""
         if self.reason is KeepReason.TOP_N:
-            return f"retrieval rank {self.rank} is within the top-N"
+            if top_n is None:
+                return f"retrieval rank {self.rank}: the best-ranked passages are always kept"
+            return f"retrieval rank {self.rank}: the top {top_n} by rank are always kept"
         if self.reason is KeepReason.CHAIN:
             chains = ", ".join(f"#{i + 1}" for i in self.chain_indices)
             return f"source of a triple in evidence chain {chains}"
@@ -260,6 +263,11 @@ class MiningResult(Cost):
     max_chain_lines: int | None = 2
     """At most this many lines in :func:`~neocorrag_core.rendering.chain_text`
     (``MinerConfig.max_chain_lines``)."""
+    top_n: int | None = None
+    """How many best-ranked passages the keep stage kept by retrieval rank alone: the keep
+    mode's top-N, one more when no chain was found, 1 when the question was read as a
+    comparison; ``None`` when the input passed through before any keep stage (no triples,
+    or ``keep="paper"`` with no chain)."""
 
     @property
     def passages(self) -> list[Passage]:

@@ -125,6 +125,27 @@ def to_passages(fields: Sequence[Fields]) -> list[Passage]:
     return out
 
 
+def search_over(
+    fetch: Callable[[str], Sequence[Any]], read: Callable[[int, Any], Fields]
+) -> Callable[[str, int], list[Passage]]:
+    """``search(query, k)`` over a framework retriever's ``fetch(query) -> documents``: the
+    first ``k`` as passages (ids: the documents' own, as :func:`to_passages` gives them)."""
+
+    def search(query: str, k: int) -> list[Passage]:
+        found = list(fetch(query))
+        return to_passages([read_fields(i, read(i, d)) for i, d in enumerate(found)])[:k]
+
+    return search
+
+
+def reader_of(llm: Any, translate: Callable[[Any], Any]) -> Any:
+    """``evaluate``'s reader: a bundled reader's name as it is (``None``: ``"default"``),
+    any other object through the framework's ``as_chat_model``."""
+    if llm is None:
+        return "default"
+    return llm if isinstance(llm, str) else translate(llm)
+
+
 # ---- copies of the caller's objects
 
 _Model = TypeVar("_Model", bound=BaseModel)

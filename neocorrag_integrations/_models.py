@@ -159,7 +159,7 @@ def shared_embedder(value: Any) -> LazyEmbedder:
     :class:`~neocorrag_core.models.LazyEmbedder` over its ``text_embedder()``, so an engine
     shares the embedder behind it (one model, one cache: a query the retriever embedded is
     not embedded again; its identity keeps the persistent vector cache in use), resolved on
-    the engine's first use, as before. Pickles with the object."""
+    the engine's first use. Pickles with the object."""
     return LazyEmbedder(value.text_embedder)
 
 

@@ -39,6 +39,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 
 from neocorrag_core.belief import BeliefConfig, BeliefController
 from neocorrag_core.errors import ConfigError, InputError
+from neocorrag_core.eval.compare import DEFAULT_COMPARISON, compare
 from neocorrag_core.graph import GraphRetriever
 from neocorrag_core.models import TextEmbedder, resolve_embedder
 from neocorrag_core.once import LoadOnce
@@ -51,6 +52,8 @@ from neocorrag_integrations._common import (
     check_sequence,
     detached_copy,
     kept_metadata,
+    reader_of,
+    search_over,
 )
 from neocorrag_integrations._graph import select as select_by_graph
 from neocorrag_integrations._langchain_models import (
@@ -79,6 +82,7 @@ __all__ = [
     "TripleExtractorTransformer",
     "as_chat_model",
     "as_embedder",
+    "evaluate",
     "is_evidence_chain_document",
 ]
 
@@ -401,6 +405,49 @@ class CorpusGraphRetriever(BaseRetriever):
             copy=_copy,
             get_by_ids=self.get_by_ids,
         )
+
+
+def evaluate(
+    questions: Any,
+    retriever: RetrieverLike,
+    *,
+    out: str,
+    llm: Any = None,
+    methods: Sequence[str] = DEFAULT_COMPARISON,
+    k: int = 5,
+    embedder: Any = None,
+    triple_source: Any = None,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """Your questions over your retriever, answered by your chat model: no refinement, the
+    refiner's dial, EviReform and the full pipeline side by side
+    (:func:`neocorrag_core.eval.compare`: report.md, report.html and results.json in ``out``).
+
+    ``questions``: a JSON-lines / JSON / CSV file (``question``, ``answers``, optional
+    ``gold_ids``: your documents' ids, or ``gold_titles``) or a list of such dicts;
+    ``retriever``: any runnable from a query to documents (it returns what it is configured
+    to; EviReform's searches call it too); ``llm``: a LangChain chat model (``None``: the
+    bundled reader; ``"none"``: retrieval scores only); ``embedder`` / ``triple_source``: as
+    for :class:`NeocorRAGCompressor`.
+
+    Examples
+    --------
+    >>> retriever = store.as_retriever(search_kwargs={"k": 5})  # doctest: +SKIP
+    >>> results = evaluate("questions.jsonl", retriever, out="runs/mine",  # doctest: +SKIP
+    ...                    llm=chat_model, embedder=embeddings)
+    """
+    return compare(
+        questions,
+        search_over(retriever.invoke, _read),
+        out=out,
+        reader=reader_of(llm, as_chat_model),
+        methods=methods,
+        k=k,
+        embedder=engine_embedder(embedder),
+        triple_source=triple_source,
+        limit=limit,
+        search_name=f"langchain:{type(retriever).__name__}",
+    )
 
 
 BeliefInput = str | dict[str, Any]

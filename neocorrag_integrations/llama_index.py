@@ -38,6 +38,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 
 from neocorrag_core.belief import BeliefConfig, BeliefController
 from neocorrag_core.errors import ConfigError, InputError
+from neocorrag_core.eval.compare import DEFAULT_COMPARISON, compare
 from neocorrag_core.evireform import EvidenceReformulator
 from neocorrag_core.graph import GraphRetriever
 from neocorrag_core.models import LazyModels, TextEmbedder, resolve_embedder
@@ -53,6 +54,8 @@ from neocorrag_integrations._common import (
     check_sequence,
     detached_copy,
     kept_metadata,
+    reader_of,
+    search_over,
 )
 from neocorrag_integrations._graph import select as select_by_graph
 from neocorrag_integrations._llama_index_models import as_chat_model, as_embedder
@@ -76,6 +79,7 @@ __all__ = [
     "TripleExtractorTransform",
     "as_chat_model",
     "as_embedder",
+    "evaluate",
     "is_evidence_chain_node",
 ]
 
@@ -528,6 +532,43 @@ class CorpusGraphRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         found = await self.retriever.aretrieve(query_bundle)
         return await asyncio.to_thread(self._select, query_bundle, found)
+
+
+def evaluate(
+    questions: Any,
+    retriever: BaseRetriever,
+    *,
+    out: str,
+    llm: Any = None,
+    methods: Sequence[str] = DEFAULT_COMPARISON,
+    k: int = 5,
+    embedder: Any = None,
+    triple_source: Any = None,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """Your questions over your retriever, answered by your LLM: no refinement, the
+    refiner's dial, EviReform and the full pipeline side by side
+    (:func:`neocorrag_core.eval.compare`: report.md, report.html and results.json in ``out``).
+
+    ``questions``: a JSON-lines / JSON / CSV file (``question``, ``answers``, optional
+    ``gold_ids``: your node ids, or ``gold_titles``) or a list of such dicts; ``retriever``:
+    your LlamaIndex retriever (EviReform's searches call it too); ``llm``: a LlamaIndex LLM
+    (``None``: the bundled reader; ``"none"``: retrieval scores only); ``embedder`` /
+    ``triple_source``: as for :class:`NeocorRAGPostprocessor`.
+    """
+    _retriever_check("evaluate", retriever, None)
+    return compare(
+        questions,
+        search_over(retriever.retrieve, _read),
+        out=out,
+        reader=reader_of(llm, as_chat_model),
+        methods=methods,
+        k=k,
+        embedder=engine_embedder(embedder),
+        triple_source=triple_source,
+        limit=limit,
+        search_name=f"llama_index:{type(retriever).__name__}",
+    )
 
 
 def _question(query_bundle: QueryBundle) -> str:

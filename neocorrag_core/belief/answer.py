@@ -32,9 +32,8 @@ ANSWER_PROMPT_VERSION = "answer-v2"
 """Identifies the prompt below in run metadata; bump on any change."""
 
 SYSTEM_PROMPT = "You answer questions from documents."
-# answer-v2: the instruction first and the question last, in the eval reader's words. On
-# the MuSiQue tune half (50 questions, the same top-5) answer-v1 (instruction after the
-# question) made the bundled 0.5B answer in sentences: F1 7.3 against the reader's 12.6.
+# The instruction comes first and the question last, in the eval reader's words: with the
+# instruction after the question the bundled 0.5B answers in sentences, not short answers.
 INSTRUCTION = (
     "Answer the question using the documents below. Reply with the answer only: a short "
     "phrase such as a name, a place, a date, a number, or yes/no. No explanation. If the "

@@ -52,8 +52,8 @@ class ChainEvidenceVerifier:
             default ``"none"``: by search score, no LM).
         chain_format: how the chains are written for the verifier, whatever the miner's
             own setting (which is for a reader): ``"compact"`` by default, every chain
-            with each fact once, the format the chain verifier was measured with
-            (docs/lab-log.md); ``"linking"`` shows only the chains that connect
+            with each fact once, the format the chain verifier is calibrated for;
+            ``"linking"`` shows only the chains that connect
             passages; ``"full"`` every chain whole. The miner's ``max_chain_lines`` (a
             reader's cap) is ignored too: the verifier sees every line.
 

@@ -210,10 +210,9 @@ class MinerConfig(Settings):
             chain cites. For a question shaped like a comparison ("X or Y?", "Are X and
             Y both ...?") with two or more passages titled after what it names,
             ``"recall"`` and ``"balanced"`` keep only the top-1, those passages and the
-            passages they name (``refine_passages(comparison=...)``). Measured on the dev
-            split, chain-cited passages added noise but no gold passage the links had not
-            kept already, so only ``"paper"`` keeps them by default (docs/lab-log.md,
-            "How the rules were chosen"). When the search finds no chain, the
+            passages they name (``refine_passages(comparison=...)``). Chain-cited passages
+            add noise but rarely a gold passage the links have not kept already, so only
+            ``"paper"`` keeps them by default. When the search finds no chain, the
             link modes keep one more passage by rank and their links; ``"paper"`` passes
             everything through.
         top_n: passages kept by retrieval rank alone; ``None`` (default) = the keep
@@ -222,10 +221,9 @@ class MinerConfig(Settings):
     Chains (stages a and b)
         decoding: ``"none"`` (default: the best candidates by search score, no LM),
             ``"beam"`` (the paper's trie-constrained beam search) or ``"rank"`` (exact
-            length-normalized log-likelihood of every candidate). Measured on the dev
-            split, neither LM mode kept more gold passages or gave better answers than
-            ``"none"`` (docs/lab-log.md, "The LM: it stepped aside"), so the LM is opt-in:
-            the default needs no LM and mines in milliseconds.
+            length-normalized log-likelihood of every candidate). Neither LM mode keeps
+            more gold passages or gives better answers than ``"none"``, so the LM is
+            opt-in: the default needs no LM and mines in milliseconds.
         beam_width: k beams, and the number of chains returned (Table 5: 5).
         query_entities: how E_q is found: ``"ngram"`` (default: query n-grams matched to
             graph nodes plus capitalized spans; no dependency, under 1 ms), ``"spacy"``
@@ -239,60 +237,47 @@ class MinerConfig(Settings):
             bundled MiniLM, set them on its scale.
 
     What the reader gets
-        passage_focus: ``"all"`` (default since ``miner-6``) cuts every kept passage to
-            its lead sentence, the sentences naming a question entity, an entity it shares
-            with another kept passage or an entity of a chosen chain's triple it supplied,
-            and the sentences stating one of the question's relation words
+        passage_focus: ``"all"`` (default) cuts every kept passage to its lead sentence,
+            the sentences naming a question entity, an entity it shares with another kept
+            passage or an entity of a chosen chain's triple it supplied, and the sentences
+            stating one of the question's relation words
             (:mod:`neocorrag_core.chains.focus`); the cut ones keep their whole text in
             ``KeptPassage.full_text``. ``"linked"`` cuts only the passages kept below the
             top-N (about a query entity, a bridge, chain-cited); ``"none"`` hands on every
-            kept passage whole. Chosen on the tune half (the F1 of whole passages; reader
-            tokens -32 to -40 % against the unrefined top-5, whole passages -15 to -31 %);
-            held out with the 1.5B reader F1 +3.1 / +2.0 / +6.6 against the top-5 with
-            44 / 34 / 33 % fewer reader tokens on MuSiQue / HotpotQA / 2Wiki (whole
-            passages: 33 / 25 / 18 %; docs/lab-log.md, "Passage focus that keeps the
-            relation"). The cut is a word rule: a sentence that neither names a kept
-            entity nor repeats a relation word of the question is lost ("Its population
-            was 1,458" for "How many people live in Stanley?", "He passed away in 1999"
-            for "When did X die?"); use ``"none"`` where such answers matter.
+            kept passage whole. ``"all"`` is the default because the reader then reads
+            about a third fewer tokens than the retrieved passages at no loss of answers.
+            The cut is a word rule: a sentence that neither names a kept entity nor
+            repeats a relation word of the question is lost ("Its population was 1,458"
+            for "How many people live in Stanley?", "He passed away in 1999" for "When
+            did X die?"); use ``"none"`` where such answers matter.
         chain_format: how the chain block handed to the reader is written, if at all.
-            ``"none"`` (default since ``miner-8``) hands the reader no block:
-            ``result_context(result)`` is the kept passages, the adapters add no chain document
-            and put the chain metadata on the first kept document. The chains still pick
+            ``"none"`` (default) hands the reader no block: ``result_context(result)`` is
+            the kept passages, the adapters add no chain document and put the chain
+            metadata on the first kept document. The chains still pick
             the evidence sentences the kept passages are cut to (``passage_focus``) and
             stay in ``result.chains`` and the metadata; which passages are kept does not
             depend on the format (with ``keep="recall"`` they are kept by rank and links;
             only ``keep="paper"`` keeps the passages a chain cites). Why not the paper's
-            block: with spaCy triples a chain is a lossy paraphrase the reader
+            block: with extracted triples a chain is a lossy paraphrase the reader
             over-trusts ("Garajonay National Park - located in -> center" turned "Canary
-            Islands" into "center"); summed over five files' tune halves the 1.5B
-            reader's F1 was 6.1 points higher without the two-line block (no half more than
-            2.5 lower; +0.6 without the HotpotQA dev half, whose losses led here), and on
-            the four report halves not seen before the choice (205 questions) it was level
-            (-0.2 [-2.2, +1.9] F1) with 18 fewer reader tokens a question
-            (docs/lab-log.md, "No chain block by default"). The other formats write one:
-            ``"linking"`` (the default of ``miner-4`` to ``miner-7``) leaves out the chains
-            that one kept passage states whole (the reader reads that passage anyway) and
+            Islands" into "center"), and the block costs reader tokens without raising
+            F1. The other formats write one: ``"linking"`` leaves out the chains that one
+            kept passage states whole (the reader reads that passage anyway) and
             states each remaining fact once: what remains are the chains that connect
             passages and those with a fact of a dropped passage, and the block is empty
             when there are none; ``"compact"`` keeps every chain, each line holding only
             the steps no earlier line stated (a chain with nothing new gets no line);
             ``"full"`` writes every chain whole, as the paper does. With an empty block the
             adapters add no chain document. The chains themselves are the same in every
-            case. Measured on the dev split (docs/lab-log.md, "Only the chains that
-            link passages"): linking reads 30-48 fewer reader tokens per question than
-            compact at the same F1, and compact 25-35 fewer than full ("A compact chain
-            block").
+            case. At the same F1, linking costs the reader fewer tokens than compact, and
+            compact fewer than full.
         max_chain_lines: at most this many lines in the chain block (default 2) when
             ``chain_format`` writes one: the lines of the best-scored chains it shows;
             ``None`` shows every line (``chain_format="full",
             max_chain_lines=None`` is the paper's block). The lines after the second are
             the leftover steps of low-scored chains ("Majhli Didi - is -> 1967 Bollywood
-            film"). Chosen on the tune half (the F1 of the whole block with 8-12 fewer
-            reader tokens a question; one line lost answers there); held out with the
-            1.5B reader 5-14 fewer tokens a question at F1 +0.0 / -1.1 / +1.5 against the
-            whole block on MuSiQue / HotpotQA / 2Wiki (docs/lab-log.md, "Two lines of
-            chains").
+            film"). Two lines keep the whole block's F1 in fewer reader tokens; one line
+            loses answers.
     """
 
     research: ClassVar[type[Settings] | None] = MinerTuning

@@ -1,26 +1,24 @@
 """Stage c, last step: cut the kept passages to their evidence sentences.
 
 The keep rules (:mod:`neocorrag_core.chains.keep`) decide *which* passages stay; a kept passage
-is usually a whole encyclopedia paragraph of which one or two sentences carry the hop. On
-the dev split the passages kept below the top-N alone were a fifth to a third of the
-reader's tokens (docs/lab-log.md, "A compact chain block"). A cut passage keeps its
-lead sentence (what the passage is about), the sentences that name a question entity, an
-entity it shares with another kept passage, or an entity of a chosen chain's triple it
-supplied, and the sentences that state one of the question's relation words (rules
-``focus-2``). ``MinerConfig(passage_focus="all")`` (the default) cuts every kept passage,
+is usually a whole encyclopedia paragraph of which one or two sentences carry the hop, so
+whole passages spend much of the reader's tokens on sentences no hop needs. A cut passage
+keeps its lead sentence (what the passage is about), the sentences that name a question
+entity, an entity it shares with another kept passage, or an entity of a chosen chain's
+triple it supplied, and the sentences that state one of the question's relation words.
+``MinerConfig(passage_focus="all")`` (the default) cuts every kept passage,
 ``"linked"`` only those kept below the top-N (about a query entity, a bridge,
 chain-cited), ``"none"`` none. A passage is left whole when the cut would drop nothing,
 and a pass-through (no filtering evidence) is never cut. Pure string work on the triples
 the miner already has; no model call.
 
-Why the relation words (``focus-2``): a hop's answer is often a sentence that names
-nothing but the relation, with the passage's subject as a pronoun: "He was born in
-Weston-super-Mare" for "the place of birth of the director of film ...". Rules
-``focus-1`` cut such sentences, and on the 2Wiki tune half that cost the 0.5B reader two
-of its four lost answers (docs/lab-log.md, "Passage focus that keeps the relation").
+Why the relation words: a hop's answer is often a sentence that names nothing but the
+relation, with the passage's subject as a pronoun: "He was born in Weston-super-Mare" for
+"the place of birth of the director of film ..."; a cut by names alone loses it.
 A sentence covers a relation word as EviReform's residual queries test it
 (:func:`neocorrag_core.text.relations.covers`: the same first five letters, or a
-listed equivalent such as "married" for "spouse").
+listed equivalent such as "married" for "spouse"); a name inside a sentence ("Neil Young")
+covers one only by its own letters, never through an equivalent.
 """
 
 from __future__ import annotations
@@ -47,10 +45,7 @@ CUT_REASONS = {"linked": FOCUSED_REASONS, "all": ALL_FOCUSED_REASONS}
 
 FOCUS_RULES = "focus-3"
 """Names the sentence rules; a cached eval record of a focused method is rerun when it
-changes. ``focus-1``: lead and named entities; ``focus-2``: also the sentences that state
-a relation word of the question; ``focus-3``: a name inside a sentence ("Neil Young")
-states a relation word only by its own letters, not through the listed equivalents
-(:mod:`~neocorrag_core.text.relations`)."""
+changes, so it is bumped whenever they change."""
 
 
 def evidence_sentences(text: str, names: Iterable[str], relations: Sequence[str] = ()) -> str:
@@ -89,7 +84,7 @@ def focus_kept(
         chains: the chosen chains.
         question: the question; the sentences that state one of its relation words
             (:func:`~neocorrag_core.text.relations.relation_words`) are kept. Empty:
-            the ``focus-1`` rules (names only).
+            names only.
         reasons: the keep reasons whose passages are cut (:data:`FOCUSED_REASONS`, or
             :data:`ALL_FOCUSED_REASONS` to cut the top-N passages too).
     """

@@ -49,21 +49,21 @@ def refine_passages(
     :func:`~neocorrag_core.chains.links.is_comparison`) narrows the modes that keep query-entity
     passages when at least two passages are titled after what the question names: the evidence of
     "Which is older, X or Y?" is X's and Y's own passages, so only the top-1, those passages and
-    the passages they name are kept. Measured on the tune half of the dev split, this lost no
-    gold passage and cut 5-7 more points of the noise on HotpotQA and 2Wiki (docs/lab-log.md).
+    the passages they name are kept: this loses no gold passage and drops noise the link
+    rules would keep.
 
     ``provenance`` (passage id -> :class:`~neocorrag_core.types.Provenance`, from the
     retrieval step: EviReform) keeps, in the modes that keep linked passages (all but
     ``"paper"``), a passage no rule above kept but that a residual query found on purpose
     for a bridge entity (``FOUND_HOP``) or that holds a fact selected as evidence
     (``EVIDENCE``): a hop searched for must not be dropped as unlinked. A passage the
-    retrieval knows nothing about is decided as before.
+    retrieval knows nothing about is decided by the rules above alone.
     """
     rule = keep_rule(keep, top_n=top_n, chain_support=chain_support)
     use_chains, use_entities, use_bridges = rule.chain_sources, rule.query_entities, rule.bridges
     if (use_entities or use_bridges) and (links is None or len(links) != len(passages)):
         raise ValueError(f"keep={keep!r} needs links for every passage (link_passages)")
-    compared = comparison and use_entities and sum(link.titled for link in links or ()) >= 2
+    compared = _compared(keep, links, comparison)
     supporters: dict[str, list[int]] = {}
     for chain_index, chain in enumerate(chains):
         for pid in chain.source_ids:
@@ -106,6 +106,21 @@ def refine_passages(
     return kept, dropped
 
 
+def rank_cut(
+    top_n: int, *, keep: KeepMode, links: Sequence[PassageLinks] | None, comparison: bool
+) -> int:
+    """How many best-ranked passages :func:`refine_passages` keeps by rank alone with these
+    arguments: ``top_n``, or 1 when it reads the question as a comparison."""
+    return 1 if _compared(keep, links, comparison) else top_n
+
+
+def _compared(keep: KeepMode, links: Sequence[PassageLinks] | None, comparison: bool) -> bool:
+    """Whether :func:`refine_passages` narrows a comparison question to its compared passages:
+    the mode keeps query-entity passages and two or more are titled after what it names."""
+    titled = sum(link.titled for link in links or ())
+    return comparison and keep_rule(keep).query_entities and titled >= 2
+
+
 def passthrough(passages: Sequence[Passage]) -> list[KeptPassage]:
     """Every passage kept, unchanged, marked as passed through."""
     return [
@@ -114,4 +129,4 @@ def passthrough(passages: Sequence[Passage]) -> list[KeptPassage]:
     ]
 
 
-__all__ = ["passthrough", "refine_passages"]
+__all__ = ["passthrough", "rank_cut", "refine_passages"]

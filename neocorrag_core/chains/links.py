@@ -1,10 +1,9 @@
 """Which retrieved passages the evidence ties to the question, besides the chosen chains.
 
 The paper's stage c keeps a passage below the top-N only when a chosen chain cites it
-(Eq. 8). Measured on the tune half of the dev split, that drops one gold passage in five to
-seven (docs/lab-log.md, "Where gold passages were lost"): the five chosen chains crowd
-around one query entity, the hop to a second entity's passage is reachable only through a
-pruned triple, or the bridge to the next hop is named differently
+(Eq. 8). That drops gold passages whenever no chosen chain reaches them: the five chosen
+chains crowd around one query entity, the hop to a second entity's passage is reachable
+only through a pruned triple, or the bridge to the next hop is named differently
 ("West Chicago High School" in one passage, "West Chicago, Illinois" in the next). This
 module computes the two cheap, local signals that recover most of those passages:
 

@@ -14,7 +14,7 @@ from neocorrag_core.chains.config import MinerConfig, MinerTuning, miner_setting
 from neocorrag_core.chains.diagnosis import loss_stages
 from neocorrag_core.chains.focus import CUT_REASONS, focus_kept
 from neocorrag_core.chains.graph import EvidenceGraph
-from neocorrag_core.chains.keep import passthrough, refine_passages
+from neocorrag_core.chains.keep import passthrough, rank_cut, refine_passages
 from neocorrag_core.chains.links import is_comparison, link_passages
 from neocorrag_core.chains.path_search import (
     naive_search_paths,
@@ -294,6 +294,7 @@ class EvidenceChainMiner:
             """Stage c on ``chains`` (none when the search or decoding found none)."""
             with timed(timings, "refine"):
                 links = link_passages(query, entities, passages, per_passage)
+                comparison = is_comparison(query)
                 kept, dropped = refine_passages(
                     passages,
                     chains,
@@ -301,7 +302,7 @@ class EvidenceChainMiner:
                     keep=config.keep,
                     links=links,
                     chain_support=tuning.keeps_chain_sources(config.keep),
-                    comparison=is_comparison(query),
+                    comparison=comparison,
                     provenance=provenance,
                 )
                 if not tuning.filter_passages:  # Table 2 ablation: chains added, nothing dropped
@@ -335,17 +336,17 @@ class EvidenceChainMiner:
                 candidates=candidates,
                 chain_format=config.chain_format,
                 max_chain_lines=config.max_chain_lines,
+                top_n=rank_cut(top_n, keep=config.keep, links=links, comparison=comparison),
                 **found,
                 **extra,
             )
 
         # Without a chain, the keep modes that need none (query-entity and bridge links)
         # still apply, with one more passage kept by rank: the question's entities reached
-        # no chain, so the retriever's order is trusted one step further. On the tune half
-        # that kept every gold passage that passing through kept, and raised the AID cut by
-        # 0-3 points (docs/lab-log.md, "Keep rules without a chain"; links with the plain
-        # top-N lost 2 gold passages on MuSiQue with spaCy triples). Eq. 8 (keep="paper")
-        # needs chains, so it passes everything through. ``fallback`` says why no chain.
+        # no chain, so the retriever's order is trusted one step further (the plain top-N
+        # with links loses gold passages that passing everything through would keep).
+        # Eq. 8 (keep="paper") needs chains, so it passes everything through.
+        # ``fallback`` says why no chain.
         def no_chain(reason: str, **cost: Any) -> MiningResult:
             if config.keeps_links:
                 return refine([], config.kept_top_n + 1, fallback=reason, **cost)

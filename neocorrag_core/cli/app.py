@@ -133,6 +133,28 @@ def _gold_ids(item: dict[str, Any]) -> set[str]:
     return {str(p["id"]) for p in item["paragraphs"] if p.get("is_supporting")}
 
 
+_CHOSEN_BY = {
+    "none": "best search scores, no LM decoding",
+    "beam": "chosen by the LM's constrained beam search",
+    "rank": "chosen by the LM, which scored every candidate",
+}
+"""How the demo says which ``MinerConfig.decoding`` picked the chains."""
+
+_SEEDS_BY = {
+    "per_entity": "none matched the question's entities as a whole: each one's closest nodes",
+    "query": "none matched the question's entities: the nodes closest to the whole question",
+}
+"""What each seed fallback (``MiningResult.seed_fallback``) did, in words."""
+
+_NO_CHAIN_BECAUSE = {
+    "no_triples": "the passages hold no extracted facts (triples)",
+    "no_seed_nodes": "no fact names what the question names",
+    "no_candidate_chains": "the search found no chain of facts that fits the question",
+    "decoding_returned_no_chain": "the LM chose no chain",
+}
+"""Why no chain was found (``MiningResult.fallback``), in words."""
+
+
 def print_result(
     index: int,
     total: int,
@@ -141,8 +163,11 @@ def print_result(
     result: MiningResult,
     decoding: str,
     out: Any = None,
+    *,
+    keep: str = "recall",
 ) -> None:
-    """Show one question's run: retrieval, chains, what was kept or dropped and why, timings."""
+    """Show one question's run: retrieval, chains, what was kept or dropped and why, timings
+    (``keep``: the keep mode, which says why a passage was dropped)."""
     gold = _gold_ids(item)
 
     def mark(passage: Passage) -> str:
@@ -162,14 +187,21 @@ def print_result(
         n = len(p.metadata.get("triples") or [])
         w(f"  [{rank}] {p.title}{mark(p)} ({n} triples): {_short(p.text, 70)}")
     w(f"Query entities: {', '.join(result.query_entities) or '-'}")
-    seed_note = f" (fallback: {result.seed_fallback})" if result.seed_fallback else ""
-    w(f"Seed nodes: {', '.join(result.seed_nodes) or '-'}{seed_note}")
+    w(f"Seed nodes (where the chain search starts): {', '.join(result.seed_nodes) or '-'}")
+    if result.seed_fallback:
+        w(f"  ({_SEEDS_BY.get(result.seed_fallback, result.seed_fallback)})")
     w(f"Candidate chains found: {result.num_candidates}")
-    if result.fallback and all(k.reason is KeepReason.PASSTHROUGH for k in result.kept):
-        w(f"No filtering: {result.fallback} -> the retrieved passages pass through unchanged")
-    elif result.fallback:
-        w(f"No chain ({result.fallback}): kept by rank (top-N + 1) and by links only")
-    w(f"Chains chosen ({decoding}):")
+    top = f"the top {result.top_n}" if result.top_n is not None else "the best-ranked"
+    if result.fallback:
+        because = _NO_CHAIN_BECAUSE.get(result.fallback, result.fallback)
+        if all(k.reason is KeepReason.PASSTHROUGH for k in result.kept):
+            w(f"No filtering ({because}): the retrieved passages pass through unchanged")
+        else:
+            w(f"No evidence chain ({because}): kept {top} by rank and the linked passages")
+    for note in result.notes:
+        w(f"Note: {note}")
+    if result.chains:
+        w(f"Evidence chains found ({_CHOSEN_BY.get(decoding, decoding)}):")
     for i, chain in enumerate(result.chains, start=1):
         lm = f", LM log-prob/token {chain.lm_logprob:.2f}" if chain.lm_logprob is not None else ""
         w(f"  {i}. {chain.text}")
@@ -180,18 +212,18 @@ def print_result(
         if kept.full_text is not None:
             cut = f"; cut to its evidence sentences ({len(kept.passage.text)} of "
             cut += f"{len(kept.full_text)} chars)"
-        w(f"  [{kept.rank}] {kept.passage.title}{mark(kept.passage)}: {kept.explain()}{cut}")
+        why = kept.explain(result.top_n)
+        w(f"  [{kept.rank}] {kept.passage.title}{mark(kept.passage)}: {why}{cut}")
     w("Dropped:")
+    unlinked = "no chain cites it" if keep == "paper" else "nothing links it to the question"
     for dropped in result.dropped or []:
-        w(
-            f"  [{dropped.rank}] {dropped.passage.title}{mark(dropped.passage)}: below the top-N "
-            "and supports no chosen chain"
-        )
+        title = f"{dropped.passage.title}{mark(dropped.passage)}"
+        w(f"  [{dropped.rank}] {title}: below {top} by rank, and {unlinked}")
     if not result.dropped:
         w("  (none)")
     if result.chains and result.chain_format == "none":
         w("Chain block: none (chain_format='none'): the reader gets the kept passages alone;")
-        w("  the chains above stay in the result (and in the adapters' metadata)")
+        w("  the chains stay in the result and the adapters' metadata")
     elif result.chains and not chain_text(result) and result.chain_format == "linking":
         w("Chain block: none (each chosen chain is a fact one kept passage states whole)")
     every_line = chain_text(replace(result, max_chain_lines=None))
@@ -251,7 +283,7 @@ def run_demo(args: argparse.Namespace) -> int:
         ]
         retrieved = dense_top_k(miner.embedder, item["question"], passages, args.top_k)
         result = miner.mine(item["question"], retrieved)
-        print_result(i, len(questions), item, retrieved, result, config.decoding)
+        print_result(i, len(questions), item, retrieved, result, config.decoding, keep=config.keep)
         gold = _gold_ids(item)
         retrieved_gold += len(gold & {p.id for p in retrieved})
         kept_gold += len(gold & {p.id for p in result.passages})
@@ -300,6 +332,7 @@ def run_eval(args: argparse.Namespace) -> int:
         corpus=args.corpus,
         retriever=args.retriever,
         vector_store=args.vector_store,
+        collection=args.collection,
         reader=args.reader,
         lm=args.lm,
         embedder=args.embedder,
@@ -316,25 +349,37 @@ def run_eval(args: argparse.Namespace) -> int:
     )
     results = run_evaluation(settings)
     out = Path(args.out)
-    print(f"{results['questions_compared']} question(s) compared; report: {out / 'report.md'}")
+    print(
+        f"{results['questions_compared']} question(s) compared; report: {out / 'report.md'} "
+        f"(browse it question by question: {out / 'report.html'})"
+    )
     print((out / "report.md").read_text(encoding="utf-8"))
     return 0
 
 
 def add_eval_parser(sub: Any) -> None:
     """The ``neocorrag eval`` subcommand."""
-    from neocorrag_core.eval.registry import available_methods
+    from neocorrag_core.eval.registry import BUILTIN_METHODS, available_methods
     from neocorrag_core.eval.runner import DEFAULT_METHODS
 
+    known = available_methods()
+    extra = len(known) - len(BUILTIN_METHODS)
+    plugins = f", and {extra} from installed plug-ins (--methods NAME)" if extra > 0 else ""
     ev = sub.add_parser(
         "eval",
         help="benchmark the methods on a QA file: quality, noise, tokens, latency",
         description="Retrieve the top-k passages per question, refine them with each method, "
-        "answer with the same reader, and write results.json, report.md and plots to --out. "
+        "answer with the same reader, and write results.json, report.md, report.html and "
+        "plots to --out. "
         "Finished (method, question) pairs are cached there, so a rerun resumes. "
-        f"Methods: {', '.join(available_methods())}.",
+        f"Methods: {', '.join(spec.name for spec in BUILTIN_METHODS)}{plugins}.",
     )
-    ev.add_argument("--data", required=True, help="QA file (HotpotQA, 2Wiki, MuSiQue; detected)")
+    ev.add_argument(
+        "--data",
+        required=True,
+        help="QA file: HotpotQA, 2Wiki, MuSiQue (detected), or your own questions (JSON lines, "
+        "JSON or CSV with question, answers, optional gold_ids / gold_titles: docs/eval.md)",
+    )
     ev.add_argument("--out", required=True, help="output folder (cache, results, report, plots)")
     ev.add_argument("--limit", type=int, default=None, help="first N usable questions only")
     ev.add_argument(
@@ -395,8 +440,16 @@ def add_eval_parser(sub: Any) -> None:
         "--vector-store",
         metavar="DIR",
         help="with --pool corpus: keep the pooled corpus in a persistent Chroma collection "
-        "under DIR (built on first use, reopened after) and retrieve through it "
-        "(needs the chroma extra)",
+        "under DIR (built on first use, reopened after) and retrieve through it; with "
+        "--collection: your own Chroma store's folder (needs the chroma extra)",
+    )
+    ev.add_argument(
+        "--collection",
+        metavar="NAME",
+        default=None,
+        help="retrieve from your own collection NAME in --vector-store DIR, as it is (queries "
+        "embedded with --embedder: the one the collection was built with; default the "
+        "bundled MiniLM, i.e. NeocorRAGEmbeddings)",
     )
     ev.add_argument(
         "--reader",
@@ -416,7 +469,9 @@ def add_eval_parser(sub: Any) -> None:
         "--embeddings-threshold",
         type=float,
         default=0.5,
-        help="similarity threshold of the lab's lc-embeddings-filter",
+        help="similarity threshold of the EmbeddingsFilter peer (a plug-in method)"
+        if "lc-embeddings-filter" in known
+        else argparse.SUPPRESS,
     )
     ev.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     ev.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")

@@ -1,6 +1,9 @@
 """Benchmark harness behind ``neocorrag eval``: compare settings on your own QA file.
 
-Modules, one job each: ``datasets`` (QA files -> :class:`QAExample`), ``retrieval``
+Your own pipeline: :func:`compare` (your questions, your ``search``, your chat model).
+
+Modules, one job each: ``compare`` (the user-facing comparison), ``estimate`` (a run's
+time before it starts), ``datasets`` (QA files -> :class:`QAExample`), ``retrieval``
 (dense/BM25 top-k), ``protocol`` (the :class:`Method` contract: ``MethodInput`` in,
 ``MethodOutput`` out), ``registry`` (method names -> lazily imported factories, plus
 plug-ins from the ``neocorrag.eval_methods`` entry points or :func:`register_methods`),
@@ -17,6 +20,7 @@ The ablations, paper variants and peer baselines are not here: they are the deve
 lab's (``benchmarks/neocorrag_lab`` in a checkout), which registers them as plug-ins.
 """
 
+from neocorrag_core.eval.compare import DEFAULT_COMPARISON, compare
 from neocorrag_core.eval.datasets import LoadReport, QAExample, load_corpus, load_qa
 from neocorrag_core.eval.protocol import BuildContext, Method, MethodInput, MethodOutput
 from neocorrag_core.eval.registry import (
@@ -28,6 +32,7 @@ from neocorrag_core.eval.registry import (
 from neocorrag_core.eval.runner import DEFAULT_METHODS, EvalSettings, run_evaluation
 
 __all__ = [
+    "DEFAULT_COMPARISON",
     "DEFAULT_METHODS",
     "BuildContext",
     "EvalSettings",
@@ -39,6 +44,7 @@ __all__ = [
     "QAExample",
     "available_methods",
     "build_methods",
+    "compare",
     "load_corpus",
     "load_qa",
     "register_methods",

@@ -14,11 +14,11 @@ from neocorrag_core.chains.config import miner_settings
 from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.eval.datasets import QAExample, load_corpus, load_qa
 from neocorrag_core.eval.protocol import BuildContext, Method
-from neocorrag_core.eval.reader import NO_READER, NoReader, Reader
+from neocorrag_core.eval.reader import NO_READER, ChatReader, NoReader, Reader
 from neocorrag_core.eval.records import ResultCache
 from neocorrag_core.eval.registry import build_methods
 from neocorrag_core.eval.replay import ReplayedMethod, replay_source
-from neocorrag_core.eval.retrieval import Retriever, pooled_corpus
+from neocorrag_core.eval.retrieval import Retriever, SearchRetriever, pooled_corpus
 from neocorrag_core.eval.settings import EvalSettings
 
 
@@ -26,9 +26,9 @@ from neocorrag_core.eval.settings import EvalSettings
 class Components:
     """The loaded models and objects a run needs (built only when work is left)."""
 
-    retriever: Retriever
+    retriever: Retriever | SearchRetriever
     methods: dict[str, Method]
-    reader: Reader | NoReader
+    reader: Reader | ChatReader | NoReader
 
 
 def build_components(
@@ -40,11 +40,15 @@ def build_components(
     reader_lm: Any = None,
     triple_source: Any = None,
     source: ResultCache | None = None,
+    search: Any = None,
 ) -> Components:
     """Resolve models (the given objects win over the settings' specs) and build methods.
 
     With ``contexts_from``, ``source`` is the replayed run's cache (read again when not
-    given)."""
+    given). ``search`` (``search(query, k) -> passages``: the user's own retrieval) replaces
+    the built-in retrieval; so does ``settings.collection`` (the user's Chroma collection).
+    A ``reader_lm`` that is a :class:`~neocorrag_core.lm.chat.ChatModel` answers through
+    :class:`~neocorrag_core.eval.reader.ChatReader`."""
     from neocorrag_core.models import resolve_embedder, resolve_lm
 
     given_embedder = embedder
@@ -56,7 +60,7 @@ def build_components(
         tuning=tuning,
         embedder=embedder,
         lm=lm_spec,
-        triple_source=triple_source or resolve_triple_source(settings.triples, settings.out),
+        triple_source=triple_source or _triple_source(settings),
         show_progress=True,
     )
     no_reader = settings.reader == NO_READER and reader_lm is None
@@ -77,14 +81,29 @@ def build_components(
     # A pooled corpus's vectors are kept between runs when the embedder is named by a
     # spec (the bundled default or a model name), which identifies its weights.
     named = given_embedder is None
-    retriever = Retriever(
-        settings.retriever,  # type: ignore[arg-type]
-        embedder=embedder,
-        pool=settings.pool,  # type: ignore[arg-type]
-        corpus=corpus,
-        vector_cache=default_cache_dir() / "eval-vectors" if named else None,
-        vector_store=Path(settings.vector_store) if settings.vector_store else None,
-    )
+    retriever: Retriever | SearchRetriever
+    if search is None and settings.collection is not None:
+        from neocorrag_core.eval.vector_store import collection_search
+
+        assert settings.vector_store is not None  # EvalSettings checks it
+        search = collection_search(Path(settings.vector_store), settings.collection, embedder)
+    if search is not None:
+        retriever = SearchRetriever(search)
+    else:
+        if settings.pool == "per-question" and examples and not any(e.passages for e in examples):
+            raise ValueError(
+                f"{settings.data} holds questions without passages: retrieve from your store "
+                "(--vector-store DIR --collection NAME, or the Python API's search=) or from a "
+                "corpus file (--pool corpus --corpus FILE)"
+            )
+        retriever = Retriever(
+            settings.retriever,  # type: ignore[arg-type]
+            embedder=embedder,
+            pool=settings.pool,  # type: ignore[arg-type]
+            corpus=corpus,
+            vector_cache=default_cache_dir() / "eval-vectors" if named else None,
+            vector_store=Path(settings.vector_store) if settings.vector_store else None,
+        )
     if settings.contexts_from:
         source = source if source is not None else replay_source(settings)
         known = corpus if corpus is not None else pooled_corpus(examples)
@@ -100,12 +119,26 @@ def build_components(
             corpus=corpus if corpus is not None else pooled_corpus(examples),
         )
         methods = build_methods(settings.methods, context)
-    reader: Reader | NoReader = (
-        NoReader()
-        if no_reader
-        else Reader(resolve_lm(reader_lm), max_new_tokens=settings.max_new_tokens)
-    )
+    from neocorrag_core.lm.chat import ChatModel
+
+    reader: Reader | ChatReader | NoReader
+    if no_reader:
+        reader = NoReader()
+    elif isinstance(reader_lm, ChatModel):
+        reader = ChatReader(reader_lm)
+    else:
+        reader = Reader(resolve_lm(reader_lm), max_new_tokens=settings.max_new_tokens)
     return Components(retriever, {m.name: m for m in methods}, reader)
+
+
+def _triple_source(settings: EvalSettings) -> Any:
+    """The run's triple source: ``--triples``; over the user's own collection, without it,
+    what the adapters use (metadata triples, else the triple store, else spaCy)."""
+    if settings.collection is not None and settings.triples is None:
+        from neocorrag_core.triples.default import DefaultTripleSource
+
+        return DefaultTripleSource()
+    return resolve_triple_source(settings.triples, settings.out)
 
 
 def resolve_triple_source(spec: str | None, out: str) -> Any:

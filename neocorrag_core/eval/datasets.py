@@ -38,6 +38,9 @@ class QAExample:
     gold_ids: frozenset[str]
     gold_triples: tuple[tuple[str, str, str], ...] = ()
     """Gold evidence triples where the data set has them (2Wiki ``evidences``)."""
+    gold_titles: frozenset[str] = frozenset()
+    """Gold passages named by title (a user's own questions, when their store's ids are not
+    at hand): passages are then matched to them by :func:`title_key` of their title."""
 
 
 @dataclass
@@ -85,9 +88,39 @@ def join_sentences(sentences: Any) -> str:
     return normalize_text(" ".join(s for s in sentences if isinstance(s, str)))
 
 
+LIST_COLUMNS = ("answers", "gold_ids", "gold_titles")
+"""CSV columns that hold several values, separated by ``|``."""
+
+
 def read_records(path: str | Path) -> Any:
-    """Parse a JSON file, or a JSON-lines file (one object per line) into a list."""
+    """Parse a JSON file, a JSON-lines file (one object per line) or a ``.csv`` file of
+    your own questions (a header row; :data:`LIST_COLUMNS` split at ``|``) into a list."""
+    if Path(path).suffix.lower() == ".csv":
+        return _read_csv(Path(path).expanduser())
     return read_json_or_lines(path, what="data file")
+
+
+def _read_csv(path: Path) -> list[dict[str, Any]]:
+    import csv
+
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"data file not found: {path}") from None
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise DataFormatError(f"{path} is not a UTF-8 CSV file ({err})") from None
+    if not rows or "question" not in rows[0]:
+        raise DataFormatError(f"{path}: a CSV of questions needs a header with a 'question' column")
+    out = []
+    for row in rows:
+        record: dict[str, Any] = {k: v for k, v in row.items() if isinstance(k, str)}
+        for key in LIST_COLUMNS:
+            value = record.get(key)
+            if isinstance(value, str):
+                record[key] = [v.strip() for v in value.split("|") if v.strip()]
+        out.append(record)
+    return out
 
 
 def detect_format(records: Any, origin: str = "data") -> str:
@@ -105,7 +138,8 @@ def _detect(records: Any, origin: str) -> tuple[str, Any]:
         fmt, rows = detect_data_format(records, origin=origin)
     except DataFormatError:
         raise DataFormatError(
-            f"{origin}: no row looks like MuSiQue (paragraphs), HotpotQA or 2Wiki (context); "
+            f"{origin}: no row looks like MuSiQue (paragraphs), HotpotQA or 2Wiki (context), "
+            "or your own questions (question, answers); "
             f"supported formats: {', '.join(FORMATS)}"
         ) from None
     if fmt == "openie":
@@ -282,11 +316,52 @@ def _parse_hotpot(row: Mapping[str, Any], index: int) -> tuple[QAExample | None,
     return _build(row, index, passages, gold, _gold_triples(row.get("evidences")))
 
 
+def title_key(title: str) -> str:
+    """How a gold title and a passage's title are compared: whitespace collapsed, case-folded."""
+    return normalize_text(title).casefold()
+
+
+def _strings(value: Any) -> list[str] | None:
+    """A list of non-empty strings (one string is a list of one); ``None`` when malformed."""
+    if value is None:
+        return []
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list):
+        return None
+    out = [str(v).strip() for v in value if isinstance(v, (str, int)) and not isinstance(v, bool)]
+    return [v for v in out if v] if len(out) == len(value) else None
+
+
+def _parse_questions(row: Mapping[str, Any], index: int) -> tuple[QAExample | None, str | None]:
+    """A user's own question: ``question``, ``answers`` (or ``answer``), optional
+    ``gold_ids`` (the store's document ids) or ``gold_titles``; no passages."""
+    question = row.get("question")
+    if not isinstance(question, str) or not question.strip():
+        return None, "no question"
+    answers = _answers(row)
+    if not answers:
+        return None, "no answer"
+    gold_ids, gold_titles = _strings(row.get("gold_ids")), _strings(row.get("gold_titles"))
+    if gold_ids is None or gold_titles is None:
+        return None, "gold_ids / gold_titles not a list of strings"
+    example = QAExample(
+        id=_question_id(row, index),
+        question=normalize_text(question),
+        answers=answers,
+        passages=(),
+        gold_ids=frozenset(gold_ids),
+        gold_titles=frozenset(title_key(t) for t in gold_titles) if not gold_ids else frozenset(),
+    )
+    return example, None
+
+
 _PARSERS = {
     "musique": _parse_musique,
     "hotpotqa": _parse_hotpot,
     "hotpotqa-columnar": _parse_hotpot,
     "2wiki": _parse_hotpot,
+    "questions": _parse_questions,
 }
 
 
@@ -311,4 +386,5 @@ __all__ = [
     "load_qa",
     "make_passage",
     "passage_id",
+    "title_key",
 ]

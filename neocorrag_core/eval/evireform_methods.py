@@ -127,17 +127,8 @@ class EviReformMethod:
 
 
 RULES_VERSION = "chains-9"
-"""Bumped when the loop's rules change in a way its configuration does not show (relation
-words, relation-first evidence, the chain-aware top-k were ``chains-1``; the question's
-anchors in that top-k, ``chains-2``; one anchor per title, ``chains-3``; title pointers
-that need the name as written, ``chains-4``; a search for a name of the question the
-first search found nothing about, and the chain it starts, with shared names and a cap
-per page in the top-k, ``chains-5``; fixes from review: names with a repeated word,
-names of relation sentences in reading order, a lower-case question's anchors,
-``chains-6``; the first hop's facts after the relation-stating ones, ``chains-7``; later
-rounds' links only continue a chain, from the facts their queries were written from,
-``chains-8``; a name inside a sentence covers a relation word only by its own letters,
-and "older"/"younger" are answered by "born" but do not answer it, ``chains-9``)."""
+"""Bumped when the loop's rules change in a way its configuration does not show, so the
+cached records of every EviReform method rerun."""
 
 
 def config_version(overrides: Mapping[str, Any] | None = None, *, mined: bool = False) -> str:
@@ -146,11 +137,12 @@ def config_version(overrides: Mapping[str, Any] | None = None, *, mined: bool = 
     ``overrides`` (so a changed default reruns the records it changes); with ``mined``
     (a method that hands the reader the miner's kept passages, cut by the sentence rules,
     and its chain block where the chain format writes one) also the miner's output version
-    and :data:`~neocorrag_core.chains.focus.FOCUS_RULES`. (Before ``miner-8`` every
-    EviReform method carried them, so a miner change reran loops that never read the
-    miner.)"""
+    and :data:`~neocorrag_core.chains.focus.FOCUS_RULES`. Only such methods carry them,
+    so a miner change does not rerun loops that never read the miner."""
     config, tuning = reformulation_settings(changes=overrides)
-    fields = {**config.to_dict(), **tuning.to_dict()}  # one digest of both, as before the split
+    # One digest over both objects' fields as a single mapping: the digest of a record
+    # cached when they were one object stays valid.
+    fields = {**config.to_dict(), **tuning.to_dict()}
     digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
     if mined:
         return f"{RULES_VERSION} {MINER_OUTPUT_VERSION} {FOCUS_RULES} config {digest[:12]}"

@@ -1,9 +1,9 @@
 """The answering model: one prompt template for every method, greedy, answer-only output.
 
 The reader sees the method's passages and, for neocorrag methods whose chain format
-writes one, the evidence chain block (none by default since ``miner-8``). Its output is
-cut to a short answer (first line, no "Answer:" prefix, no trailing period) so exact match
-means something.
+writes one, the evidence chain block (none with the default ``chain_format="none"``). Its
+output is cut to a short answer (first line, no "Answer:" prefix, no trailing period) so
+exact match means something.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from neocorrag_core.lm.generation import chat_prompt_ids, greedy_generate
 from neocorrag_core.models import LanguageModel
@@ -136,10 +137,67 @@ class Reader:
         return output
 
 
+class ChatReader:
+    """The same reader prompt, answered by the user's own chat model (a
+    :class:`~neocorrag_core.lm.chat.ChatModel`: a LangChain or LlamaIndex LLM translated by
+    the adapters' ``as_chat_model``), so a comparison runs with the LLM that will answer in
+    production. Tokens are what the model reports, else estimated (four characters a token).
+    """
+
+    def __init__(
+        self,
+        chat: Any,
+        *,
+        max_passage_chars: int | None = None,
+        template: str = READER_TEMPLATE,
+    ) -> None:
+        from neocorrag_core.lm.chat import ChatModel
+
+        if not isinstance(chat, ChatModel):
+            raise TypeError(
+                "the reader must be a ChatModel (ask(messages, schema)); translate a LangChain "
+                "or LlamaIndex LLM with the adapters' as_chat_model"
+            )
+        self.chat = chat
+        self.max_passage_chars = max_passage_chars
+        self.template = template
+        self._memo: dict[str, ReaderOutput] = {}
+        self._memo_question = ""
+
+    @property
+    def name(self) -> str:
+        """The chat model's ``name`` when it has one, else its class name."""
+        return str(getattr(self.chat, "name", "") or type(self.chat).__name__)
+
+    def answer(
+        self, question: str, passages: Sequence[Passage], chain_text: str = ""
+    ) -> ReaderOutput:
+        """Answer ``question`` from ``passages``; an identical prompt is asked once."""
+        context = reader_context(passages, chain_text, self.max_passage_chars)
+        prompt = self.template.format(context=context, question=question)
+        if question != self._memo_question:
+            self._memo, self._memo_question = {}, question
+        if prompt in self._memo:
+            return self._memo[prompt]
+        started = time.perf_counter()
+        reply = self.chat.ask([{"role": "user", "content": prompt}], None)
+        raw = reply.value if isinstance(reply.value, str) else str(reply.value)
+        output = ReaderOutput(
+            answer=clean_answer(raw),
+            raw=raw,
+            prompt_tokens=int(reply.prompt_tokens),
+            generated_tokens=int(reply.generated_tokens),
+            seconds=time.perf_counter() - started,
+        )
+        self._memo[prompt] = output
+        return output
+
+
 __all__ = [
     "NO_READER",
     "READER_PRESETS",
     "READER_TEMPLATE",
+    "ChatReader",
     "NoReader",
     "Reader",
     "ReaderOutput",

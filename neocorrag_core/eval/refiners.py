@@ -34,16 +34,8 @@ NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
 
 MINER_OUTPUT_VERSION = "miner-8"
 """Bumped when a default of the miner changes what it hands the reader (a keep rule, the
-chain block), so the cached records of every miner method rerun; a new setting that is
-off by default needs no bump. ``miner-1``: the compact chain block; ``miner-2``: Latin
-accents folded in entity keys, link keep rules applied when no chain is found;
-``miner-3``: comparison questions keep the compared passages (``refine_passages``);
-``miner-4``: the linking chain block (``chain_format="linking"``) by default;
-``miner-5``: linked passages cut to their evidence sentences
-(``passage_focus="linked"``) by default; ``miner-6``: every kept passage cut
-(``passage_focus="all"``) by default; ``miner-7``: at most two chain lines
-(``max_chain_lines=2``) by default; ``miner-8``: no chain block (``chain_format="none"``)
-by default."""
+chain block, the passage cut), so the cached records of every miner method rerun; a new
+setting that is off by default needs no bump."""
 
 
 def miner_version(overrides: Mapping[str, Any]) -> str:

@@ -38,9 +38,14 @@ def quality_table(results: dict[str, Any]) -> str:
         em, f1, rcr = (
             (_pct(agg["em"]), _pct(agg["f1"]), _pct(agg["rcr"])) if read else ("–", "–", "–")
         )
+        if agg.get("with_gold", agg["questions"]) == 0:  # no question names a gold passage
+            recall, hit, chain, aid, rcr = "–", "–", "–", "–", "–"
+        else:
+            recall, hit, chain = _pct(agg["recall"]), _pct(agg["hit"]), _pct(agg["chain"])
+            aid = f"{agg['aid']:.2f}"
         rows.append(
-            f"| {name} | {_pct(agg['recall'])} | {_pct(agg['hit'])} | {_pct(agg['chain'])} | "
-            f"{agg['atd']:.2f} | {agg['aid']:.2f} | {_pct(agg['empty'])} | {em} | {f1} | {rcr} |"
+            f"| {name} | {recall} | {hit} | {chain} | "
+            f"{agg['atd']:.2f} | {aid} | {_pct(agg['empty'])} | {em} | {f1} | {rcr} |"
         )
     return "\n".join(rows)
 

@@ -187,9 +187,42 @@ class Retriever:
             return
 
 
+class SearchRetriever:
+    """The retrieval step over a user's own search: ``search(query, k) -> passages`` (their
+    vector store, their LangChain or LlamaIndex retriever, translated by the adapters).
+
+    Every method sees what ``search`` returns for the question; methods that search again
+    (EviReform) call the same ``search``. A failing search is a
+    :class:`~neocorrag_core.errors.RetrievalError` naming the query.
+    """
+
+    def __init__(self, search: Callable[[str, int], Sequence[Passage]]) -> None:
+        if not callable(search):
+            raise TypeError(
+                f"search must be callable as search(query, k), got {type(search).__name__}"
+            )
+        self.search = search
+        self.kind, self.pool = "search", "search"
+
+    def retrieve(self, example: QAExample, k: int) -> list[Passage]:
+        """The search's top-``k`` for the example's question, best first."""
+        from neocorrag_core.search_calls import call_search
+
+        return call_search(self.search, example.question, k)[:k]
+
+    def search_fn(self, example: QAExample) -> Callable[[str, int], list[Passage]]:
+        """The user's search, for methods that search again."""
+        from neocorrag_core.search_calls import call_search
+
+        def search(query: str, k: int) -> list[Passage]:
+            return call_search(self.search, query, k)
+
+        return search
+
+
 def pooled_corpus(examples: Sequence[QAExample]) -> list[Passage]:
     """Every question's candidate passages, each paragraph once (ids are content hashes)."""
     return list({p.id: p for e in examples for p in e.passages}.values())
 
 
-__all__ = ["BM25", "Retriever", "pooled_corpus", "tokenize", "top_k"]
+__all__ = ["BM25", "Retriever", "SearchRetriever", "pooled_corpus", "tokenize", "top_k"]

@@ -5,8 +5,9 @@ them, each cached as soon as it is done. The pieces it runs live beside it:
 ``settings`` (:class:`EvalSettings`, the run.json signature), ``records`` (the
 per-method cache files and run.json), ``components`` (models, retriever, methods and
 reader, built only when something is left to compute), ``replay`` (``--contexts-from``),
-``scoring`` (one question's record) and ``summary`` (aggregates, comparisons,
-results.json, report.md, plots). Their public names are importable from here as well.
+``scoring`` (one question's record), ``summary`` (aggregates, comparisons,
+results.json, report.md, plots) and ``html_report`` (report.html, the page to browse the
+records question by question). Their public names are importable from here as well.
 
 Every (method, question) record is appended to ``<out>/cache/<method>.jsonl`` as soon
 as it is done, so an interrupted run resumes where it stopped. ``<out>/run.json``
@@ -16,6 +17,7 @@ holds the settings that change results; resuming with different ones is refused
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,6 +25,8 @@ from typing import Any
 
 from neocorrag_core.eval.components import Components, build_components, resolve_triple_source
 from neocorrag_core.eval.datasets import QAExample, load_qa
+from neocorrag_core.eval.estimate import estimate
+from neocorrag_core.eval.html_report import write_html_report
 from neocorrag_core.eval.protocol import MethodInput
 from neocorrag_core.eval.reader import ReaderOutput
 from neocorrag_core.eval.records import ResultCache, check_signature, write_signature
@@ -76,8 +80,15 @@ def run_evaluation(
     triple_source: Any = None,
     show_progress: bool = True,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    search: Any = None,
 ) -> dict[str, Any]:
-    """Run (or resume) the benchmark and write results.json, report.md and the plots."""
+    """Run (or resume) the benchmark and write results.json, report.md, report.html and
+    the plots.
+
+    ``search`` (``search(query, k) -> passages``) is the user's own retrieval, used instead
+    of the built-in one (see :func:`~neocorrag_core.eval.compare.compare`). Before the work
+    starts, a rough time estimate is logged (:func:`~neocorrag_core.eval.estimate.estimate`).
+    """
     from tqdm.auto import tqdm
 
     out = Path(settings.out)
@@ -108,8 +119,11 @@ def run_evaluation(
             reader_lm=reader_lm,
             triple_source=triple_source,
             source=source,
+            search=search,
         )
         total = sum(len(missing) for _, missing in todo)
+        if show_progress:
+            tqdm.write(estimate(todo, parts.reader).message(), file=sys.stderr)
         with tqdm(total=total, desc="neocorrag eval", unit="run", disable=not show_progress) as bar:
             for example, missing in todo:
                 started = time.perf_counter()
@@ -133,6 +147,7 @@ def run_evaluation(
     results = summarize(examples, settings, cache, load_report)
     results["machine"] = machine_summary()
     write_outputs(results, out, plots=settings.plots)
+    write_html_report(results, out, examples)
     return results
 
 
@@ -201,6 +216,7 @@ __all__ = [
     "score_record",
     "spacy_identity",
     "summarize",
+    "write_html_report",
     "write_outputs",
     "write_signature",
 ]

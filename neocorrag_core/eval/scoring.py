@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from neocorrag_core.eval import metrics as M
-from neocorrag_core.eval.datasets import QAExample
+from neocorrag_core.eval.datasets import QAExample, title_key
 from neocorrag_core.eval.protocol import MethodOutput
 from neocorrag_core.types import Passage
 
@@ -19,6 +19,14 @@ def peak_rss_mb() -> float:
     """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024 if sys.platform != "darwin" else peak / (1024 * 1024)
+
+
+def _id_key(passage: Passage) -> str:
+    return passage.id
+
+
+def _title_key(passage: Passage) -> str:
+    return f"title:{title_key(passage.title)}"
 
 
 def score_record(
@@ -30,9 +38,18 @@ def score_record(
     timings: dict[str, float],
     k: int,
 ) -> dict[str, Any]:
-    """One question's record: what the reader saw and said, its scores and its costs."""
-    ids = [p.id for p in output.passages]
-    gold = sorted(example.gold_ids)
+    """One question's record: what the reader saw and said, its scores and its costs.
+
+    Gold passages are matched by id, or, for a question whose gold passages are named by
+    title (``example.gold_titles``), by :func:`~neocorrag_core.eval.datasets.title_key` of
+    the passages' titles (then the per-passage diagnoses, which read ids, are left out).
+    A question without gold passages gets ``has_gold: False``; the report shows its run's
+    retrieval scores as not measured."""
+    by_title = bool(example.gold_titles) and not example.gold_ids
+    key = _title_key if by_title else _id_key
+    ids = [key(p) for p in output.passages]
+    gold = sorted({f"title:{t}" for t in example.gold_titles} if by_title else example.gold_ids)
+    by_id = [] if by_title else gold
     return {
         "qid": example.id,
         "method": method,
@@ -41,6 +58,7 @@ def score_record(
         "prediction": answer.answer,
         "raw_prediction": answer.raw,
         "gold_ids": gold,
+        "has_gold": bool(gold),
         "retrieved_ids": [p.id for p in retrieved],
         "context_ids": ids,
         # A passage the method cut (MinerConfig.passage_focus) is replayed from this text, not
@@ -61,13 +79,13 @@ def score_record(
         # evidence may hold more than k passages).
         "evidence_recall": M.recall_at_k(ids, gold, max(len(ids), 1)),
         "retrieval_rounds": output.info.get("retrieval_rounds"),
-        "retrieved_recall": M.recall_at_k([p.id for p in retrieved], gold, k),
+        "retrieved_recall": M.recall_at_k([key(p) for p in retrieved], gold, k),
         # Candidate-pool completeness (methods that retrieve again): every gold passage in
         # the first retrieval's pool / in the pool after residual retrieval.
-        "first_pool_complete": _complete(output.info.get("first_pool_ids"), gold),
-        "pool_complete": _complete(output.info.get("pool_ids"), gold),
-        **query_sources(output.info, gold),
-        **gold_diagnosis(retrieved, ids, gold, output.info),
+        "first_pool_complete": _complete(output.info.get("first_pool_ids"), by_id),
+        "pool_complete": _complete(output.info.get("pool_ids"), by_id),
+        **query_sources(output.info, by_id),
+        **gold_diagnosis(retrieved, ids, by_id, output.info),
         "method_prompt_tokens": output.prompt_tokens,
         "method_generated_tokens": output.generated_tokens,
         "reader_prompt_tokens": answer.prompt_tokens,
@@ -130,7 +148,7 @@ def query_sources(info: Any, gold: Sequence[str]) -> dict[str, Any]:
 
 
 def _complete(pool_ids: Sequence[str] | None, gold: Sequence[str]) -> float | None:
-    return None if pool_ids is None else float(set(gold) <= set(pool_ids))
+    return None if pool_ids is None or not gold else float(set(gold) <= set(pool_ids))
 
 
 def _cut_texts(retrieved: Sequence[Passage], shown: Sequence[Passage]) -> dict[str, str]:

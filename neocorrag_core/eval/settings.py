@@ -50,7 +50,14 @@ class EvalSettings:
     retriever: str = "dense"
     vector_store: str | None = None
     """A folder for a persistent Chroma collection of the pooled corpus (``--pool corpus``,
-    dense): retrieval then runs through the store (:mod:`neocorrag_core.eval.vector_store`)."""
+    dense): retrieval then runs through the store (:mod:`neocorrag_core.eval.vector_store`).
+    With :attr:`collection`, the folder of the user's own Chroma store."""
+    collection: str | None = None
+    """The user's own collection in :attr:`vector_store`: retrieval runs over it as it is
+    (nothing is added), queries embedded with :attr:`embedder`."""
+    search: str | None = None
+    """A name for the user's own search passed to the Python API (``compare``): part of the
+    run's signature, so a resumed run is refused when the search changed its name."""
     reader: str = "default"
     lm: str | None = None
     embedder: str | None = None
@@ -89,7 +96,18 @@ class EvalSettings:
             raise ValueError(
                 f"--retriever must be one of {', '.join(RETRIEVERS)}, got {self.retriever!r}"
             )
-        if self.vector_store is not None and (self.pool != "corpus" or self.retriever != "dense"):
+        if self.collection is not None:
+            if self.vector_store is None:
+                raise ValueError(
+                    "--collection names a collection of your Chroma store: add --vector-store "
+                    "DIR (its persist_directory)"
+                )
+            if self.pool != "per-question" or self.retriever != "dense" or self.corpus:
+                raise ValueError(
+                    "--collection retrieves from your own collection: leave out --pool, "
+                    "--corpus and --retriever"
+                )
+        elif self.vector_store is not None and (self.pool != "corpus" or self.retriever != "dense"):
             raise ValueError(
                 "--vector-store holds the pooled corpus for dense retrieval: add --pool corpus "
                 "(and keep --retriever dense)"
@@ -156,6 +174,9 @@ class EvalSettings:
             "contexts_from",
         )
         signature = {k: getattr(self, k) for k in keys}
+        for key in ("collection", "search"):  # only when set: older runs resume as they were
+            if getattr(self, key) is not None:
+                signature[key] = getattr(self, key)
         if self.vector_store is not None:  # the store's (approximate) search, not its folder
             signature["vector_store"] = "chroma"
         # Input files are known by name and content, not by path, so a run resumes (and a

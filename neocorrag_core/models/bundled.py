@@ -112,10 +112,14 @@ def load_plan(lm: BundledLM, folder: Path, dtype: Any) -> str:
     format it is loaded in, a name or a torch dtype; float32 takes twice the bf16 size)."""
     low, high = lm.load_seconds
     name = str(dtype).removeprefix("torch.")
-    in_memory = lm.converted_gb * (2 if name == "float32" else 1)
+    if lm.load_peak_gb is not None and name in ("bfloat16", "float32"):
+        peak = lm.load_peak_gb[name == "float32"]
+        memory = f"~{peak:.1f} GB RAM at peak (measured)"
+    else:
+        memory = f"~{lm.converted_gb * (2 if name == 'float32' else 1):.1f} GB of weights in RAM"
     return (
         f"loading the bundled LM {lm.name} ({lm.converted_gb:.1f} GB bf16 from {folder}) in "
-        f"{name}: ~{in_memory:.1f} GB RAM, about {low}-{high} s."
+        f"{name}: {memory}, about {low}-{high} s."
     )
 
 

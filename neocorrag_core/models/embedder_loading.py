@@ -24,12 +24,13 @@ from neocorrag_core.once import LoadOnce
 from .cpu import threads_for_batch
 from .embedder import EncodeFn, LazyEmbedder, TextEmbedder
 from .errors import _EMBEDDER_SPEC_HELP, MissingDependencyError, ModelLoadError
-from .hf import _cause, _hf_offline, _looks_like_local_path, _offline_note
+from .hf import _cause, _hf_offline, _looks_like_local_path, _offline_note, _quiet_model_load
 from .presets import BUNDLED_EMBEDDER_NAME, BUNDLED_EXTRA_HINT
 
 
 def _load_sentence_transformer(spec: str, device: str | None = None) -> Any:
-    """Load a sentence-transformers model from a name or folder (the one heavy step, lazily)."""
+    """Load a sentence-transformers model from a name or folder (the one heavy step, lazily),
+    without progress bars unless asked for (:func:`~neocorrag_core.models.hf._quiet_model_load`)."""
     _require_sentence_transformers()
     from sentence_transformers import SentenceTransformer
 
@@ -37,7 +38,8 @@ def _load_sentence_transformer(spec: str, device: str | None = None) -> Any:
     if _hf_offline():
         kwargs["local_files_only"] = True
     try:
-        return SentenceTransformer(spec, **kwargs)
+        with _quiet_model_load():
+            return SentenceTransformer(spec, **kwargs)
     except Exception as err:
         raise ModelLoadError(
             f"Could not load a sentence-transformers model from {spec!r} "

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.util
+import logging
 import os
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,21 +44,91 @@ def _offline_note() -> str:
     return ""
 
 
+LOAD_PROGRESS_LOGGER = "neocorrag_core.models"
+"""The logger whose level decides whether a model load shows Hugging Face's progress bars:
+INFO or lower (the CLI's ``-v``) shows them; the default WARNING hides them."""
+
+
+def _load_progress_wanted() -> bool:
+    """Whether a model load shows the Hugging Face progress bars ("Loading weights", the
+    tokenizer's): only when INFO is enabled on :data:`LOAD_PROGRESS_LOGGER`. A load takes
+    seconds and the bars say nothing a user acts on, so a library call is quiet by default
+    and verbosity is asked for the usual way, through logging."""
+    return logging.getLogger(LOAD_PROGRESS_LOGGER).isEnabledFor(logging.INFO)
+
+
+@contextlib.contextmanager
+def _quiet_model_load() -> Iterator[None]:
+    """Load a model inside this block: Hugging Face's progress bars are hidden unless
+    :func:`_load_progress_wanted` (then restored as they were)."""
+    with _quiet_transformers_progress(not _load_progress_wanted()):
+        yield
+
+
+_QUIET_LOCK = threading.Lock()
+_quiet_depth = 0
+_quiet_saved: tuple[bool, dict[str, bool]] | None = None
+
+
 @contextlib.contextmanager
 def _quiet_transformers_progress(quiet: bool) -> Iterator[None]:
-    """Silence transformers' own progress bars inside the block when ``quiet`` (then restore)."""
-    if not quiet:
+    """Hide the progress bars of transformers (and of huggingface_hub, which it switches
+    with them) inside the block when ``quiet``, then put back the state found before.
+
+    Blocks may overlap across threads: the first one in saves the state and the last one
+    out restores it, so none leaves the bars off for good. ``HF_HUB_DISABLE_PROGRESS_BARS=0``
+    (the user forcing the bars on) wins: nothing is hidden then."""
+    if not quiet or not _enter_quiet():
         yield
         return
-    from transformers.utils import logging as hf_logging
-
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
         yield
     finally:
+        _leave_quiet()
+
+
+def _enter_quiet() -> bool:
+    """Hide the bars (the first block in saves their state); False when nothing was hidden."""
+    global _quiet_depth, _quiet_saved
+    try:
+        from huggingface_hub import constants
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # the load itself reports the missing package
+        return False
+    if constants.HF_HUB_DISABLE_PROGRESS_BARS is False:
+        return False
+    with _QUIET_LOCK:
+        if _quiet_depth == 0:
+            _quiet_saved = (hf_logging.is_progress_bar_enabled(), dict(_hub_bar_states()))
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        _quiet_depth += 1
+    return True
+
+
+def _leave_quiet() -> None:
+    """Undo :func:`_enter_quiet`; the last block out restores the saved state."""
+    global _quiet_depth, _quiet_saved
+    from transformers.utils import logging as hf_logging
+
+    with _QUIET_LOCK:
+        _quiet_depth -= 1
+        if _quiet_depth or _quiet_saved is None:
+            return
+        was_enabled, hub_states = _quiet_saved
+        _quiet_saved = None
         if was_enabled:
             hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+        states = _hub_bar_states()
+        states.clear()  # both calls above reset huggingface_hub's per-group switches
+        states.update(hub_states)
+
+
+def _hub_bar_states() -> dict[str, bool]:
+    """huggingface_hub's table of progress-bar switches (global and per group), or an empty
+    dict where this version keeps none."""
+    module = importlib.import_module("huggingface_hub.utils.tqdm")
+    states = getattr(module, "progress_bar_states", None)
+    return states if isinstance(states, dict) else {}
 
 
 def _drop_gguf_quantizer(model: Any) -> None:

@@ -19,7 +19,7 @@ from .hf import (
     _hf_offline,
     _looks_like_local_path,
     _offline_note,
-    _quiet_transformers_progress,
+    _quiet_model_load,
     _require_gguf_support,
 )
 from .language_model import LanguageModel
@@ -46,7 +46,9 @@ def resolve_lm(
     ``torch.float32``/``"bfloat16"``/... to choose; ``LanguageModel.dtype_reason`` says why.
     If the tokenizer has no pad token, pad is set to eos; a tokenizer you passed in is copied
     first, so your object is never changed. A ``LanguageModel`` is returned untouched.
-    ``cache_dir`` and ``show_progress`` only concern the bundled model's one-time conversion.
+    ``cache_dir`` and ``show_progress`` only concern the bundled model's one-time conversion;
+    the load itself shows no progress bar unless INFO logging is on for
+    ``neocorrag_core.models`` (the CLI's ``-v``).
     """
     if isinstance(spec, LanguageModel):
         return spec
@@ -59,9 +61,7 @@ def resolve_lm(
         target, reason = _auto_dtype(target)
         _say(load_plan(BUNDLED_LMS[preset], path, target), show_progress)
         started = time.perf_counter()
-        model, tokenizer = _load_hf_folder(
-            path, dtype=target, show_progress=show_progress, label="the bundled LM"
-        )
+        model, tokenizer = _load_hf_folder(path, dtype=target, label="the bundled LM")
         return _finish_lm(
             model,
             tokenizer,
@@ -96,10 +96,7 @@ def resolve_lm(
             logger.info("loading the LM in %s (%s of weights)", local, _weights_size(local))
         started = time.perf_counter()
         model, tokenizer = _load_hf_folder(
-            local if local.exists() else text,
-            dtype=target,
-            show_progress=show_progress,
-            label=repr(text),
+            local if local.exists() else text, dtype=target, label=repr(text)
         )
         reason = "dtype= was given" if target != "auto" else "the checkpoint's own dtype"
         if target == "auto":
@@ -224,10 +221,9 @@ def _finish_lm(
     return LanguageModel(model=model, tokenizer=tokenizer, name=name, dtype_reason=reason)
 
 
-def _load_hf_folder(
-    source: Path | str, *, dtype: Any, show_progress: bool, label: str
-) -> tuple[Any, Any]:
-    """AutoModelForCausalLM + AutoTokenizer from a folder, HF id or .gguf file, errors wrapped."""
+def _load_hf_folder(source: Path | str, *, dtype: Any, label: str) -> tuple[Any, Any]:
+    """AutoModelForCausalLM + AutoTokenizer from a folder, HF id or .gguf file, errors wrapped;
+    without progress bars unless asked for (:func:`~neocorrag_core.models.hf._quiet_model_load`)."""
     try:
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as err:
@@ -256,7 +252,7 @@ def _load_hf_folder(
         )
     tok_kwargs = {k: v for k, v in kwargs.items() if k not in ("dtype", "torch_dtype")}
     try:
-        with _quiet_transformers_progress(not show_progress):
+        with _quiet_model_load():
             tokenizer = AutoTokenizer.from_pretrained(where, **tok_kwargs)
             model = AutoModelForCausalLM.from_pretrained(where, **kwargs)
     except (MissingDependencyError, ModelLoadError):

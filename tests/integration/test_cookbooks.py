@@ -226,6 +226,7 @@ def test_readme_belief_snippets_end_with_a_typed_action_on_retrieved_evidence(nu
 @pytest.mark.real_models
 def test_readme_pipeline_snippet_finds_the_hop_the_plain_search_missed(tmp_path, monkeypatch):
     monkeypatch.setenv("NEOCORRAG_TRIPLE_STORE", str(tmp_path / "triples.sqlite"))
+    monkeypatch.chdir(tmp_path)  # the snippet writes its store folder where it runs
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         code = readme_snippet("The full pipeline on a store you keep")

@@ -74,6 +74,7 @@ def test_demo_command_runs_on_the_default_models(capsys):
     assert main(["demo", "--questions", "1"]) == 0
     out = capsys.readouterr().out
     assert "Candidate chains found:" in out
-    assert "Chains chosen (none):" in out
+    assert "Evidence chains found (best search scores, no LM decoding):" in out
+    assert "the top 2 by rank are always kept" in out
     assert "Kept:" in out and "Dropped:" in out
     assert "Timings:" in out

@@ -30,3 +30,48 @@ def test_cli_eval_on_real_models(tmp_path, capsys):
     assert none["atd"] == 5 and mined["atd"] <= 5
     assert none["reader_tokens"] > 100
     assert "neocorrag eval report" in capsys.readouterr().out
+
+
+def test_cli_eval_on_your_own_questions_and_chroma_collection(tmp_path, capsys):
+    """A user's own JSON-lines file over their own Chroma collection (built with the bundled
+    embedder, as NeocorRAGEmbeddings builds it), the bundled LM answering."""
+    chromadb = pytest.importorskip("chromadb")
+    from chromadb.config import Settings
+
+    from neocorrag_core.models import resolve_embedder
+
+    passages = {
+        "film": ("Moon Harbor", "Moon Harbor is a 1990 drama film directed by Tom Reyes."),
+        "reyes": ("Tom Reyes", "Tom Reyes is a Portuguese director who was born in Porto."),
+        "town": ("Sun Valley", "Sun Valley is a small town in Idaho, United States."),
+    }
+    embedder = resolve_embedder(None)
+    client = chromadb.PersistentClient(
+        path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False)
+    )
+    collection = client.create_collection("mine", metadata={"hnsw:space": "cosine"})
+    collection.add(
+        ids=list(passages),
+        documents=[text for _, text in passages.values()],
+        metadatas=[{"title": title} for title, _ in passages.values()],
+        embeddings=embedder.embed([text for _, text in passages.values()]),
+    )
+    data = tmp_path / "mine.jsonl"
+    rows = [
+        {"question": "Where was the director of Moon Harbor born?", "answers": ["Porto"],
+         "gold_ids": ["film", "reyes"]},
+        {"question": "Which state is Sun Valley in?", "answers": ["Idaho"]},
+    ]  # fmt: skip
+    data.write_text("\n".join(json.dumps(r) for r in rows))
+    out = tmp_path / "run"
+    args = ["eval", "--data", str(data), "--vector-store", str(tmp_path / "chroma")]
+    args += ["--collection", "mine", "--top-k", "2", "--triples", "spacy", "--no-plots"]
+    args += ["--methods", "none", "neocorrag-recall", "--out", str(out), "--max-new-tokens", "8"]
+    assert main(args) == 0
+    results = json.loads((out / "results.json").read_text())
+    none = results["methods"]["none"]
+    assert none["questions"] == 2 and none["with_gold"] == 1
+    assert none["recall"] == 1.0  # both gold documents among the collection's top 2
+    assert none["reader_tokens"] > 20
+    assert collection.count() == 3
+    assert "neocorrag eval" in capsys.readouterr().err  # the time estimate came first

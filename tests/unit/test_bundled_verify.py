@@ -477,3 +477,4 @@ def test_loading_the_bundled_lm_says_its_size_first(
         models.resolve_lm(None, dtype="float32", show_progress=False)
     [text] = [r.getMessage() for r in caplog.records if "loading the bundled LM" in r.getMessage()]
     assert "in float32" in text and " GB RAM" in text and " s." in text
+    assert "4.3 GB RAM at peak (measured)" in text  # the measured figure, not the weights' size

@@ -241,7 +241,8 @@ def test_the_demo_says_why_a_question_with_chains_has_no_block():
     default = shown(MiningResult("q", chains, kept, [], 1))  # chain_format="none"
     assert "Chain block: none (chain_format='none'): the reader gets the kept" in default
     assert "Evidence chains:" not in default
-    assert "Chains chosen (none):\n  1. " in default  # the chains are still listed
+    # The chains are still listed, under a heading that says how they were chosen.
+    assert "Evidence chains found (best search scores, no LM decoding):\n  1. " in default
     three = [_chain([J], [True]), _chain([M], [True]), _chain([OHIO], [True])]
     capped = shown(MiningResult("q", three, kept, [], 3, chain_format="compact"))
     assert "Chain block: its first 2 of 3 lines (max_chain_lines)" in capped

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from neocorrag_core.chains.config import KEEP_MODES, MinerConfig, MinerTuning
-from neocorrag_core.chains.keep import refine_passages
+from neocorrag_core.chains.keep import rank_cut, refine_passages
 from neocorrag_core.chains.links import (
     PassageLinks,
     is_comparison,
@@ -220,11 +220,16 @@ def test_titled_and_named_are_the_narrow_halves_of_the_two_links():
 )
 def test_a_comparison_keeps_the_compared_passages(keep, comparison, expected):
     links = link_passages(MAGAZINE_QUERY, MAGAZINE_ENTITIES, MAGAZINES, MAGAZINE_TRIPLES)
+    top_n = KEEP_MODES[keep][0]
     kept, dropped = refine_passages(
-        MAGAZINES, [], KEEP_MODES[keep][0], keep=keep, links=links, comparison=comparison
+        MAGAZINES, [], top_n, keep=keep, links=links, comparison=comparison
     )
     assert [k.passage.id for k in kept] == expected
     assert len(kept) + len(dropped) == len(MAGAZINES)
+    # rank_cut says how many were kept by rank alone (what the demo prints as "the top N").
+    cut = rank_cut(top_n, keep=keep, links=links, comparison=comparison)
+    assert cut == (1 if comparison and keep in ("recall", "balanced") else top_n)
+    assert [k.rank for k in kept if k.reason is KeepReason.TOP_N] == list(range(1, cut + 1))
 
 
 def test_a_comparison_with_one_titled_passage_keeps_the_usual_rules():

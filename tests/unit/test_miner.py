@@ -190,9 +190,13 @@ def test_without_a_candidate_chain_the_link_rules_still_apply():
     shown = io.StringIO()
     item = {"question": QUERY, "paragraphs": [{"id": p.id} for p in passages]}
     print_result(1, 1, item, passages, result, "none", out=shown)
-    assert "No chain (no_candidate_chains): kept by rank (top-N + 1) and by links" in (
-        shown.getvalue()
-    )
+    assert result.top_n == 3  # the keep mode's 2, and one more without a chain
+    assert (
+        "No evidence chain (the search found no chain of facts that fits the question): "
+        "kept the top 3 by rank and the linked passages"
+    ) in shown.getvalue()
+    assert "retrieval rank 3: the top 3 by rank are always kept" in shown.getvalue()
+    assert ": below the top 3 by rank, and nothing links it to the question" in shown.getvalue()
     assert "pass through unchanged" not in shown.getvalue()
 
 

@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import sys
 import threading
@@ -364,6 +365,43 @@ def test_resolve_lm_from_local_folder(tmp_path: Path) -> None:
         with torch.inference_mode():
             out = lm.model.generate(**enc, max_new_tokens=3, min_new_tokens=3, do_sample=False)
         assert out.shape[1] == enc["input_ids"].shape[1] + 3
+
+
+def test_model_loads_show_no_progress_bar_unless_info_logging_asks(
+    tiny_embedder_dir: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from transformers.utils import logging as hf_logging
+
+    folder = save_tiny_lm(tmp_path / "tiny_lm")
+    capfd.readouterr()  # saving the tiny models wrote bars of its own
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    resolve_embedder(str(tiny_embedder_dir)).embed(["Stanley"])
+    resolve_lm(folder)  # show_progress=True, the default, is the bundled conversion's only
+    err = capfd.readouterr().err
+    assert "Loading weights" not in err and "it/s]" not in err, err
+    assert hf_logging.is_progress_bar_enabled() == was_enabled  # put back as found
+    if was_enabled:  # INFO logging (the CLI's -v) brings the bars back
+        with caplog.at_level(logging.INFO, logger="neocorrag_core.models"):
+            resolve_lm(folder)
+        assert "Loading weights" in capfd.readouterr().err
+
+
+def test_overlapping_quiet_loads_restore_the_bars_when_the_last_one_ends() -> None:
+    from transformers.utils import logging as hf_logging
+
+    from neocorrag_core.models.hf import _quiet_transformers_progress
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    first, second = _quiet_transformers_progress(True), _quiet_transformers_progress(True)
+    first.__enter__()
+    second.__enter__()  # as a second thread would, while the first still loads
+    first.__exit__(None, None, None)
+    assert not hf_logging.is_progress_bar_enabled()  # the second load is still quiet
+    second.__exit__(None, None, None)
+    assert hf_logging.is_progress_bar_enabled() == was_enabled
 
 
 def test_resolve_lm_missing_path_is_a_clear_error(tmp_path: Path) -> None:
