@@ -29,6 +29,9 @@ def ngram_entities(query: str, node_keys: Iterable[str]) -> list[str]:
 
     Capitalized spans that match no node are kept too: they are still compared
     with the nodes by embedding in the seed step. Stopword-only n-grams never count.
+    A question that names nothing (no n-gram matches a node, no capitalised span) has no
+    query entity: the seed step then starts from the nodes closest to the whole question,
+    rather than from single words of it ("term", "have") that name nothing.
     """
     nodes = set(node_keys)
     tokens = word_tokens(query)
@@ -52,9 +55,6 @@ def ngram_entities(query: str, node_keys: Iterable[str]) -> list[str]:
         key = normalize_entity(span)
         if key not in matched and not any(key in m or m in key for m in matched):
             entities.append(span)
-    if not entities:
-        content = [t for t, k in zip(tokens, keys, strict=True) if k not in STOPWORDS]
-        entities = content[:6]
     return entities
 
 

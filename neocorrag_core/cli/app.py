@@ -186,7 +186,8 @@ def print_result(
     for rank, p in enumerate(retrieved, start=1):
         n = len(p.metadata.get("triples") or [])
         w(f"  [{rank}] {p.title}{mark(p)} ({n} triples): {_short(p.text, 70)}")
-    w(f"Query entities: {', '.join(result.query_entities) or '-'}")
+    named = ", ".join(result.query_entities) or "none named in the question"
+    w(f"Query entities: {named}")
     w(f"Seed nodes (where the chain search starts): {', '.join(result.seed_nodes) or '-'}")
     if result.seed_fallback:
         w(f"  ({_SEEDS_BY.get(result.seed_fallback, result.seed_fallback)})")
