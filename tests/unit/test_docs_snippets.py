@@ -29,10 +29,12 @@ DOCS = [
     "docs/belief.md",
     "docs/benchmarks.md",
     "docs/development.md",
+    "docs/eval.md",
     "docs/evaluate-your-pipeline.md",
     "docs/evireform.md",
     "docs/indexing.md",
     "docs/performance.md",
+    "docs/pipeline.md",
     "docs/robustness.md",
     "docs/triples.md",
 ]
