@@ -75,3 +75,55 @@ def test_cli_eval_on_your_own_questions_and_chroma_collection(tmp_path, capsys):
     assert none["reader_tokens"] > 20
     assert collection.count() == 3
     assert "neocorrag eval" in capsys.readouterr().err  # the time estimate came first
+
+
+def test_evaluate_with_a_real_langchain_chat_model(tmp_path):
+    """``evaluate`` with a LangChain chat model that runs a real LLM (the bundled 0.5B behind
+    LangChain's chat-model interface, as a user's own model would be) over a LangChain
+    retriever: the answers are the model's, translated through ``as_chat_model``."""
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.retrievers import BaseRetriever
+
+    from neocorrag_core.lm.generation import chat_prompt_ids, greedy_generate
+    from neocorrag_core.models import resolve_lm
+    from neocorrag_integrations.langchain import evaluate
+
+    lm = resolve_lm("default")
+
+    class LocalChat(BaseChatModel):
+        calls: int = 0
+
+        @property
+        def _llm_type(self) -> str:
+            return "local-test"
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            self.calls += 1
+            ids = chat_prompt_ids(lm, "\n\n".join(str(m.content) for m in messages))
+            text = lm.tokenizer.decode(greedy_generate(lm, ids, 8), skip_special_tokens=True)
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    corpus = [
+        Document(id="film", page_content="Moon Harbor is a 1990 film directed by Tom Reyes.",
+                 metadata={"title": "Moon Harbor"}),
+        Document(id="reyes", page_content="Tom Reyes is a director who was born in Porto.",
+                 metadata={"title": "Tom Reyes"}),
+    ]  # fmt: skip
+
+    class Mine(BaseRetriever):
+        def _get_relevant_documents(self, query, *, run_manager):
+            return list(corpus)
+
+    chat = LocalChat()
+    rows = [{"id": "q1", "question": "Who directed Moon Harbor?", "answers": ["Tom Reyes"],
+             "gold_ids": ["film"]}]  # fmt: skip
+    results = evaluate(rows, Mine(), out=str(tmp_path), llm=chat, methods=("none",), k=2)
+    none = results["methods"]["none"]
+    assert chat.calls == 1 and none["recall"] == 1.0
+    assert none["reader_tokens"] > 20
+    record = json.loads((tmp_path / "cache" / "none.jsonl").read_text().splitlines()[0])
+    assert record["raw_prediction"].strip()  # the model's own words
