@@ -10,6 +10,7 @@ batch by batch, so a run stopped in any way resumes when run again.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
@@ -74,6 +75,8 @@ def run_index(args: argparse.Namespace) -> int:
     from neocorrag_core.triples.store import TripleStore
 
     started = time.perf_counter()
+    if getattr(args, "embed_dtype", None):  # read where the embedder loads; workers inherit it
+        os.environ["NEOCORRAG_EMBED_DTYPE"] = args.embed_dtype
     corpus = open_corpus(args.corpus, limit=args.limit)  # format errors before anything runs
     if args.extractor == "spacy" and args.spacy_model:
         check_spacy_pipeline(args.spacy_model)  # a typo must not leave an empty store
@@ -240,6 +243,14 @@ def add_index_parser(sub: Any) -> None:
         "--no-vectors",
         action="store_true",
         help="store triples only (queries then embed each text once, at first sight)",
+    )
+    ix.add_argument(
+        "--embed-dtype",
+        choices=["float32", "bfloat16", "auto"],
+        default=None,
+        help="float format the vectors are computed in (NEOCORRAG_EMBED_DTYPE; default "
+        "float32): bfloat16 embeds ~1.8x faster on a CPU with AMX, vectors within a cosine "
+        "of 0.9999; auto: bfloat16 where the CPU computes it natively (docs/indexing.md)",
     )
     ix.add_argument("--limit", type=at_least_one, default=None, help="first N unique passages only")
     ix.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

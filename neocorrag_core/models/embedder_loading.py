@@ -48,11 +48,18 @@ def _load_sentence_transformer(spec: str, device: str | None = None) -> Any:
         ) from _cause(err)
 
 
-def _sentence_transformer_encoder(model: Any, batch_size: int = 64) -> EncodeFn:
-    """An encode function over a loaded SentenceTransformer (normalisation is done by us)."""
+def _sentence_transformer_encoder(
+    model: Any, batch_size: int = 64, *, bf16: bool | None = None
+) -> EncodeFn:
+    """An encode function over a loaded SentenceTransformer (normalisation is done by us).
+
+    ``bf16``: run the model's matrix products in bfloat16 (``torch.autocast``) on a CPU model;
+    ``None``: as ``NEOCORRAG_EMBED_DTYPE`` says (:func:`embed_in_bf16`; float32 by default).
+    """
+    use_bf16 = embed_in_bf16(model) if bf16 is None else bf16
 
     def encode(texts: list[str]) -> np.ndarray:
-        with threads_for_batch(len(texts)):  # a query's few texts: one thread (cpu.py)
+        with threads_for_batch(len(texts)), _autocast(use_bf16):  # few texts: one thread
             return np.asarray(
                 model.encode(
                     texts, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True
@@ -60,6 +67,47 @@ def _sentence_transformer_encoder(model: Any, batch_size: int = 64) -> EncodeFn:
             )
 
     return encode
+
+
+EMBED_DTYPES = ("float32", "bfloat16", "auto")
+"""Values of ``NEOCORRAG_EMBED_DTYPE`` (``neocorrag index --embed-dtype``)."""
+
+
+def embed_in_bf16(model: Any = None) -> bool:
+    """Whether a CPU sentence-transformers model embeds in bfloat16, as
+    ``NEOCORRAG_EMBED_DTYPE`` says: ``float32`` (the default), ``bfloat16``, or ``auto``
+    (bfloat16 where the CPU has native bfloat16 matrix instructions: the LMs' rule,
+    :func:`~neocorrag_core.models.cpu.choose_cpu_dtype`).
+
+    Why not by default: bfloat16 vectors agree with float32's to a cosine of at least
+    0.9999 (finer than the float16 they are stored in) and embed 1.8x faster on a CPU with
+    AMX (``benchmarks/bench_embed_dtype.py``), but near-ties between chains resolve
+    differently: on the dev sets' 173 report-half questions the kept documents were the same
+    for 171 and the chains for 153 (``benchmarks/same_outputs.py``).
+    """
+    choice = os.environ.get("NEOCORRAG_EMBED_DTYPE", "float32").strip().lower() or "float32"
+    if choice not in EMBED_DTYPES:
+        raise ConfigError(
+            f"NEOCORRAG_EMBED_DTYPE must be one of {', '.join(EMBED_DTYPES)}, got {choice!r}"
+        )
+    if choice == "float32" or not str(getattr(model, "device", "cpu")).startswith("cpu"):
+        return False
+    if choice == "bfloat16":
+        return True
+    from .cpu import choose_cpu_dtype
+
+    return choose_cpu_dtype().dtype == "bfloat16"
+
+
+def _autocast(enabled: bool) -> Any:
+    """``torch.autocast`` to bfloat16 on the CPU when ``enabled``, else nothing."""
+    if not enabled:
+        from contextlib import nullcontext
+
+        return nullcontext()
+    import torch
+
+    return torch.autocast("cpu", dtype=torch.bfloat16)
 
 
 class _LazySentenceTransformer:
@@ -76,8 +124,12 @@ class _LazySentenceTransformer:
         return self._model.loaded
 
     def __call__(self, texts: list[str]) -> np.ndarray:
-        model = self._model.get(lambda: _load_sentence_transformer(self.spec, self.device))
-        return np.asarray(_sentence_transformer_encoder(model)(texts))
+        encode = self._model.get(
+            lambda: _sentence_transformer_encoder(
+                _load_sentence_transformer(self.spec, self.device)
+            )
+        )
+        return np.asarray(encode(texts))
 
 
 def _is_sentence_transformer(obj: Any) -> bool:

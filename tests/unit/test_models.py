@@ -652,3 +652,45 @@ def test_default_cache_dir_honours_env(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 # ----------------------------------------------------------------------------- real models
+
+
+def test_embed_dtype_is_float32_unless_asked(
+    tiny_embedder_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    from neocorrag_core.errors import ConfigError
+    from neocorrag_core.models.embedder_loading import _sentence_transformer_encoder, embed_in_bf16
+
+    st = SentenceTransformer(str(tiny_embedder_dir), device="cpu")
+    monkeypatch.delenv("NEOCORRAG_EMBED_DTYPE", raising=False)
+    assert embed_in_bf16(st) is False  # the default: the vectors the dev sets were run with
+    monkeypatch.setenv("NEOCORRAG_EMBED_DTYPE", "bfloat16")
+    assert embed_in_bf16(st) is True
+    monkeypatch.setenv("NEOCORRAG_EMBED_DTYPE", "bf17")
+    with pytest.raises(ConfigError, match="NEOCORRAG_EMBED_DTYPE"):
+        embed_in_bf16(st)
+    texts = ["Mountrail County", "Stanley is a city in North Dakota", "Jane Roe"]
+    full = _sentence_transformer_encoder(st, bf16=False)(texts)
+    half = _sentence_transformer_encoder(st, bf16=True)(texts)
+    full /= np.linalg.norm(full, axis=1, keepdims=True)
+    half /= np.linalg.norm(half, axis=1, keepdims=True)
+    assert (full * half).sum(axis=1).min() > 0.99  # close, not the same computation
+    assert not np.array_equal(full, half)
+
+
+def test_index_embed_dtype_flag_reaches_the_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from neocorrag_core.cli.index import add_index_parser
+
+    parser = argparse.ArgumentParser()
+    add_index_parser(parser.add_subparsers())
+    args = parser.parse_args(["index", "missing.json", "--embed-dtype", "bfloat16"])
+    assert args.embed_dtype == "bfloat16"
+    monkeypatch.delenv("NEOCORRAG_EMBED_DTYPE", raising=False)  # restored after the test
+    with pytest.raises(Exception):  # noqa: B017 - the corpus is missing; the flag came first
+        args.func(args)
+    assert os.environ["NEOCORRAG_EMBED_DTYPE"] == "bfloat16"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["index", "corpus.json", "--embed-dtype", "int8"])
