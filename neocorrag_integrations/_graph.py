@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from neocorrag_core.graph import CorpusGraph, GraphRetriever, GraphSelection
+from neocorrag_core.graph import CorpusGraph, GraphRetriever, GraphSelection, fetch_by_document_ids
 from neocorrag_core.records.graph import graph_records
-from neocorrag_core.triples.keys import text_sha256
 from neocorrag_core.types import Passage
 from neocorrag_integrations._common import Fields, read_fields, to_passages
 
@@ -43,16 +42,10 @@ class GraphCall(Generic[T]):
         """The stored passages of ``hashes`` read through ``get_by_ids`` (none without it)."""
         if self.get_by_ids is None:
             return {}
-        ids = [ids[0] for h in hashes if (ids := graph.documents.get(h))]
-        if not ids:
-            return {}
-        found: dict[str, Passage] = {}
-        wanted = set(hashes)
-        for p in self.passages(list(self.get_by_ids(ids))):
-            digest = text_sha256(p)
-            if digest in wanted:
-                found.setdefault(digest, p)
-        return found
+        get_by_ids = self.get_by_ids
+        return fetch_by_document_ids(lambda ids: self.passages(list(get_by_ids(ids))))(
+            hashes, graph
+        )
 
     def outputs(self, selection: GraphSelection, copy: Copy[T]) -> list[T]:
         """Copies of the chosen documents, best first, with the graph's metadata."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from neocorrag_core.errors import ConfigError, MissingDependencyError
@@ -33,7 +34,8 @@ def ngram_entities(query: str, node_keys: Iterable[str]) -> list[str]:
     query entity: the seed step then starts from the nodes closest to the whole question,
     rather than from single words of it ("term", "have") that name nothing.
     """
-    nodes = set(node_keys)
+    # A set or a mapping of keys is looked up as it is (the corpus graph's index is large).
+    nodes = node_keys if isinstance(node_keys, (AbstractSet, Mapping)) else set(node_keys)
     tokens = word_tokens(query)
     keys = [normalize_entity(t) for t in tokens]
     taken = [False] * len(tokens)

@@ -106,14 +106,14 @@ def compare(
             f"compare: reader must be a ChatModel or one of {', '.join(READER_PRESETS)}, got "
             f"{reader!r} (translate a LangChain or LlamaIndex LLM with as_chat_model)"
         )
-    name = f"chat:{getattr(reader, 'name', '') or type(reader).__name__}" if chat else reader
+    name = f"chat:{getattr(reader, 'name', '') or type(reader).__name__}" if chat else str(reader)
     settings = EvalSettings(
         data=str(data),
         out=str(folder),
         methods=tuple(methods),
         limit=limit,
         top_k=k,
-        reader=name if chat else str(reader),
+        reader=name,
         search=search_name,
         plots=plots,
     )

@@ -212,6 +212,15 @@ def _question_id(row: Mapping[str, Any], index: int) -> str:
     return f"row{index}"
 
 
+def _question_and_answers(row: Mapping[str, Any]) -> tuple[str, tuple[str, ...], str | None]:
+    """The row's question and answers, or why it has none (``"no question"``, ``"no answer"``)."""
+    question = row.get("question")
+    if not isinstance(question, str) or not question.strip():
+        return "", (), "no question"
+    answers = _answers(row)
+    return question, answers, None if answers else "no answer"
+
+
 def _unique(passages: Iterable[Passage]) -> tuple[Passage, ...]:
     return tuple({p.id: p for p in passages if p.text}.values())
 
@@ -223,12 +232,9 @@ def _build(
     gold_ids: set[str],
     gold_triples: tuple[tuple[str, str, str], ...] = (),
 ) -> tuple[QAExample | None, str | None]:
-    question = row.get("question")
-    if not isinstance(question, str) or not question.strip():
-        return None, "no question"
-    answers = _answers(row)
-    if not answers:
-        return None, "no answer"
+    question, answers, problem = _question_and_answers(row)
+    if problem:
+        return None, problem
     if not passages:
         return None, "no context"
     if not gold_ids:
@@ -336,12 +342,9 @@ def _strings(value: Any) -> list[str] | None:
 def _parse_questions(row: Mapping[str, Any], index: int) -> tuple[QAExample | None, str | None]:
     """A user's own question: ``question``, ``answers`` (or ``answer``), optional
     ``gold_ids`` (the store's document ids) or ``gold_titles``; no passages."""
-    question = row.get("question")
-    if not isinstance(question, str) or not question.strip():
-        return None, "no question"
-    answers = _answers(row)
-    if not answers:
-        return None, "no answer"
+    question, answers, problem = _question_and_answers(row)
+    if problem:
+        return None, problem
     gold_ids, gold_titles = _strings(row.get("gold_ids")), _strings(row.get("gold_titles"))
     if gold_ids is None or gold_titles is None:
         return None, "gold_ids / gold_titles not a list of strings"

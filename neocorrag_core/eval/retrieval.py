@@ -202,13 +202,10 @@ class SearchRetriever:
                 f"search must be callable as search(query, k), got {type(search).__name__}"
             )
         self.search = search
-        self.kind, self.pool = "search", "search"
 
     def retrieve(self, example: QAExample, k: int) -> list[Passage]:
         """The search's top-``k`` for the example's question, best first."""
-        from neocorrag_core.search_calls import call_search
-
-        return call_search(self.search, example.question, k)[:k]
+        return self.search_fn(example)(example.question, k)[:k]
 
     def search_fn(self, example: QAExample) -> Callable[[str, int], list[Passage]]:
         """The user's search, for methods that search again."""

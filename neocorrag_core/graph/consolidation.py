@@ -95,7 +95,7 @@ class GraphConsolidator:
         for digest, given in zip(hashes, returned, strict=True):
             by_hash.setdefault(digest, given)
         fact_seeds = self._fact_seeds(question, list(by_hash.values()))
-        keys = set(graph.entity_index)
+        keys = graph.entity_index
         named = {normalize_entity(e) for e in ngram_entities(question, keys)}
         question_seeds = {key: 1.0 for key in named if key in keys}
         passage_seeds = {d: max(float(p.score or 0.0), 0.0) for d, p in by_hash.items()}
@@ -151,8 +151,9 @@ class GraphConsolidator:
             return {}
         texts = list(dict.fromkeys(t.text for t in triples))
         embedder = self._embedder()
-        vectors = embedder.embed([question, *texts], cache=self.vectors)
-        scores = dict(zip(texts, vectors[1:] @ vectors[0], strict=True))
+        # The facts are the passages' own (stored with them); the question is not kept.
+        asked = embedder.embed([question])[0]
+        scores = dict(zip(texts, embedder.embed(texts, cache=self.vectors) @ asked, strict=True))
         best = sorted(triples, key=lambda t: -scores[t.text])
         seeds: dict[str, float] = {}
         taken: set[str] = set()

@@ -69,14 +69,15 @@ def fetch_by_document_ids(get: Callable[[list[str]], Sequence[Passage]]) -> Fetc
     """
 
     def fetch(hashes: Sequence[str], graph: CorpusGraph) -> Mapping[str, Passage]:
-        wanted = {doc_id: h for h in hashes for doc_id in graph.documents.get(h, ())[:1]}
-        if not wanted:
+        ids = [linked[0] for h in hashes if (linked := graph.documents.get(h))]
+        if not ids:
             return {}
+        wanted = set(hashes)
         found: dict[str, Passage] = {}
-        for passage in get(list(wanted)):
+        for passage in get(ids):
             digest = text_sha256(passage)
-            if digest in hashes and digest not in found:
-                found[digest] = passage
+            if digest in wanted:
+                found.setdefault(digest, passage)
         return found
 
     return fetch
