@@ -38,7 +38,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 
 from neocorrag_core.belief import BeliefConfig, BeliefController
 from neocorrag_core.errors import ConfigError, InputError
-from neocorrag_core.eval.compare import DEFAULT_COMPARISON, compare
+from neocorrag_core.eval.comparison import DEFAULT_COMPARISON, compare
 from neocorrag_core.evireform import EvidenceReformulator
 from neocorrag_core.graph import GraphRetriever
 from neocorrag_core.models import LazyModels, TextEmbedder, resolve_embedder

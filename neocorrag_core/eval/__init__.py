@@ -2,7 +2,7 @@
 
 Your own pipeline: :func:`compare` (your questions, your ``search``, your chat model).
 
-Modules, one job each: ``compare`` (the user-facing comparison), ``estimate`` (a run's
+Modules, one job each: ``comparison`` (:func:`compare`), ``estimate`` (a run's
 time before it starts), ``datasets`` (QA files -> :class:`QAExample`), ``retrieval``
 (dense/BM25 top-k), ``protocol`` (the :class:`Method` contract: ``MethodInput`` in,
 ``MethodOutput`` out), ``registry`` (method names -> lazily imported factories, plus
@@ -20,7 +20,7 @@ The ablations, paper variants and peer baselines are not here: they are the deve
 lab's (``benchmarks/neocorrag_lab`` in a checkout), which registers them as plug-ins.
 """
 
-from neocorrag_core.eval.compare import DEFAULT_COMPARISON, compare
+from neocorrag_core.eval.comparison import DEFAULT_COMPARISON, compare
 from neocorrag_core.eval.datasets import LoadReport, QAExample, load_corpus, load_qa
 from neocorrag_core.eval.protocol import BuildContext, Method, MethodInput, MethodOutput
 from neocorrag_core.eval.registry import (

@@ -86,7 +86,7 @@ def run_evaluation(
     the plots.
 
     ``search`` (``search(query, k) -> passages``) is the user's own retrieval, used instead
-    of the built-in one (see :func:`~neocorrag_core.eval.compare.compare`). Before the work
+    of the built-in one (see :func:`~neocorrag_core.eval.comparison.compare`). Before the work
     starts, a rough time estimate is logged (:func:`~neocorrag_core.eval.estimate.estimate`).
     """
     from tqdm.auto import tqdm
