@@ -1,149 +1,127 @@
-"""What every adapter shares: the checks at its edge, reading framework documents into
-passages, copies of the caller's objects, the settings base, and the refiner's settings.
+"""What every adapter shares on the pydantic side: copies of the caller's objects, the
+settings base, and the refiner's settings.
 
-An adapter checks the query and the documents once, where it receives them, reads each
-framework document once into a :class:`~neocorrag_core.types.Passage`, and writes the
-engine's result once into copies of the caller's objects; the engine trusts what it gets.
-Imports pydantic (both frameworks depend on it) but neither framework.
+The checks at the edge and the reading of documents into passages are the core's
+(:mod:`neocorrag_core.records.documents`). Imports pydantic (both frameworks depend on it)
+but neither framework.
 """
 
 from __future__ import annotations
 
-import copy
-import hashlib
 import reprlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from numbers import Integral
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypedDict, TypeVar
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
 from neocorrag_core.chains.config import MinerConfig
 from neocorrag_core.chains.miner import EvidenceChainMiner
-from neocorrag_core.errors import ConfigError, InputError
-from neocorrag_core.evireform import EvidenceReformulator
-from neocorrag_core.evireform.provenance import provenance_in_metadata
-from neocorrag_core.limits import cap_documents, collecting_notes
-from neocorrag_core.models import LazyModels
-from neocorrag_core.records.refinement import refinement_records
-from neocorrag_core.triples import DefaultTripleSource, TripleSource
-from neocorrag_core.types import MiningResult, Passage
-from neocorrag_core.validation import Settings, check_bool, check_choice, check_instance, clean_text
-from neocorrag_integrations._translate import engine_embedder
-from neocorrag_integrations.metadata_keys import (
-    IS_EVIDENCE_CHAINS,
-    RUN_KEYS,
+from neocorrag_core.engine_settings import config_changes, models_of, shared_engine, with_config
+from neocorrag_core.errors import ConfigError
+from neocorrag_core.eval.comparison import DEFAULT_COMPARISON, compare
+from neocorrag_core.models import LazyModels, TextEmbedder, resolve_embedder
+from neocorrag_core.once import LoadOnce
+from neocorrag_core.records.documents import (
+    Fields,
+    check_query,
+    check_sequence,
+    check_texts,
+    copied_value,
+    read_fields,
 )
+from neocorrag_core.records.refine import refine_fields
+from neocorrag_core.triples import DefaultTripleSource, TripleSource
+from neocorrag_core.validation import Settings, check_bool, check_choice
+from neocorrag_integrations._translate import engine_embedder
 
 T = TypeVar("T")
 _short = reprlib.Repr()
 _short.maxstring = _short.maxother = 60
 
-Fields = tuple[Any, Any, Any, Any]
-"""What an adapter reads of one framework document: its id, text, metadata and score."""
-Reader = Callable[[int, Any], Fields]
-"""An adapter's reading of the document at a position; an ``InputError`` for a foreign object."""
 
-# ---- the edge: a query, documents, a per-call k
+class PipelineOptions(TypedDict, total=False):
+    """The keywords of both frameworks' ``EvidencePipelineRetriever.from_retriever``."""
 
-
-def check_query(owner: str, query: Any) -> str:
-    """``query`` as valid Unicode (:func:`~neocorrag_core.validation.clean_text`), or an
-    :class:`~neocorrag_core.errors.InputError` when it is not a non-empty string."""
-    if not isinstance(query, str):
-        raise InputError(
-            f"{owner}: the query must be a non-empty string, got {type(query).__name__} "
-            f"{_short.repr(query)}"
-        )
-    if not query.strip():
-        raise InputError(f"{owner}: the query is empty or only whitespace; pass the question")
-    return clean_text(query)
-
-
-def check_sequence(owner: str, name: str, documents: Any, kind: str) -> list[Any]:
-    """``documents`` as a list, or an ``InputError`` unless it is a list or tuple."""
-    if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Sequence):
-        raise InputError(
-            f"{owner}: {name} must be a list of {kind}, got {type(documents).__name__}"
-        )
-    return list(documents)
+    k: int
+    """Documents EviReform hands to the refiner (default 5); the retriever returns at least
+    that many."""
+    keep: str
+    """The refiner's recall/noise dial: ``"recall"`` (default), ``"balanced"``,
+    ``"precise"``, ``"paper"``."""
+    config: Any
+    """``ReformulationConfig`` fields (a dict)."""
+    miner_config: Any
+    """The other ``MinerConfig`` fields (a dict)."""
+    embedder: Any
+    """As the refiner's; a framework embeddings object is used as it is (share your vector
+    store's, so the question is embedded once per model)."""
+    lm: Any
+    """As the refiner's."""
+    triple_source: Any
+    """As the refiner's."""
 
 
-def check_call_k(owner: str, k: Any) -> int:
-    """A per-call number of results: a positive integer (not a bool), else ``InputError``."""
-    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
-        raise InputError(
-            f"{owner}: k must be a positive integer, got {type(k).__name__} {_short.repr(k)}"
-        )
-    return int(k)
+def pipeline_parts(
+    owner: str, refiner: Callable[..., T], options: PipelineOptions
+) -> tuple[T, dict[str, Any]]:
+    """The refiner of a pipeline and its reformulation settings (``k``, ``config``,
+    ``models``: the refiner's), so both stages run on one engine."""
+    if unknown := sorted(set(options) - set(PipelineOptions.__annotations__)):
+        raise TypeError(f"{owner}() got unexpected keyword argument(s): {', '.join(unknown)}")
+    engine = {name: options.get(name) for name in ("embedder", "lm", "triple_source")}
+    stage = refiner(
+        keep=options.get("keep", "recall"), miner_config=options.get("miner_config"), **engine
+    )
+    return stage, {"k": options.get("k", 5), "config": options.get("config") or {}, "models": stage}
 
 
-def read_fields(position: int, fields: Fields) -> Fields:
-    """One document's fields, checked and as valid Unicode (id, text, ``metadata["title"]``;
-    ``None`` metadata is ``{}``): a text that is not a string or metadata that is not a
-    mapping is an ``InputError`` naming the document (a LangChain ``Document`` checks them
-    at construction only). The caller's objects are not changed."""
-    doc_id, text, metadata, score = fields
-    metadata = {} if metadata is None else metadata
-    if not isinstance(text, str) or not isinstance(metadata, Mapping):
-        what, value, expected = (
-            ("text", text, "a string")
-            if not isinstance(text, str)
-            else ("metadata", metadata, "a dict")
-        )
-        raise InputError(
-            f"documents[{position}] (id {doc_id!r}): its {what} must be {expected}, got "
-            f"{type(value).__name__}"
-        )
-    title = metadata.get("title")
-    if isinstance(title, str) and clean_text(title) is not title:
-        metadata = {**metadata, "title": clean_text(title)}
-    doc_id = clean_text(doc_id) if isinstance(doc_id, str) else doc_id
-    return doc_id, clean_text(text), metadata, score
+class EvaluateOptions(TypedDict, total=False):
+    """The keywords of both frameworks' ``evaluate`` besides the questions, the retriever
+    and ``out`` (:func:`neocorrag_core.eval.compare`'s)."""
+
+    llm: Any
+    """Your framework's chat model or LLM (``None``: the bundled reader; ``"none"``: retrieval
+    scores only)."""
+    methods: Sequence[str]
+    """The methods compared (default: none, the refiner's dial, EviReform, the pipeline)."""
+    k: int
+    """Documents handed to the reader (default 5)."""
+    embedder: Any
+    """As the refiner's."""
+    triple_source: Any
+    """As the refiner's."""
+    limit: int | None
+    """The first N questions only."""
 
 
-def passage(pid: str, fields: Fields) -> Passage:
-    """The engine passage of a document's (checked) fields, under the id ``pid``."""
-    _, text, metadata, score = fields
-    title = metadata.get("title")
-    return Passage(pid, text, title if isinstance(title, str) else "", score, dict(metadata))
-
-
-def to_passages(fields: Sequence[Fields]) -> list[Passage]:
-    """Passages in input order; a missing or repeated document id becomes ``#<rank>`` (the
-    engine finds a kept passage by the passage a triple came from, so ids are unique)."""
-    out: list[Passage] = []
-    used: set[str] = set()
-    for rank, item in enumerate(fields, start=1):
-        doc_id = item[0]
-        pid = doc_id if isinstance(doc_id, str) and doc_id and doc_id not in used else f"#{rank}"
-        while pid in used:  # a real id that happens to look like "#<rank>"
-            pid = f"#{pid}"
-        used.add(pid)
-        out.append(passage(pid, item))
-    return out
-
-
-def search_over(
-    fetch: Callable[[str], Sequence[Any]], read: Callable[[int, Any], Fields]
-) -> Callable[[str, int], list[Passage]]:
-    """``search(query, k)`` over a framework retriever's ``fetch(query) -> documents``: the
-    first ``k`` as passages (ids: the documents' own, as :func:`to_passages` gives them)."""
-
-    def search(query: str, k: int) -> list[Passage]:
-        found = list(fetch(query))
-        return to_passages([read_fields(i, read(i, d)) for i, d in enumerate(found)])[:k]
-
-    return search
-
-
-def reader_of(llm: Any, translate: Callable[[Any], Any]) -> Any:
-    """``evaluate``'s reader: a bundled reader's name as it is (``None``: ``"default"``),
-    any other object through the framework's ``as_chat_model``."""
-    if llm is None:
-        return "default"
-    return llm if isinstance(llm, str) else translate(llm)
+def evaluate_over(
+    questions: Any,
+    search: Callable[[str, int], Sequence[Any]],
+    *,
+    out: str,
+    name: str,
+    translate: Callable[[Any], Any],
+    options: EvaluateOptions,
+) -> dict[str, Any]:
+    """``compare`` over a framework retriever's ``search``: the LLM translated by the
+    framework's ``as_chat_model`` (a bundled reader's name as it is)."""
+    if unknown := sorted(set(options) - set(EvaluateOptions.__annotations__)):
+        raise TypeError(f"evaluate() got unexpected keyword argument(s): {', '.join(unknown)}")
+    llm = options.get("llm")
+    reader = "default" if llm is None else llm if isinstance(llm, str) else translate(llm)
+    return compare(
+        questions,
+        search,
+        out=out,
+        reader=reader,
+        methods=options.get("methods", DEFAULT_COMPARISON),
+        k=options.get("k", 5),
+        embedder=engine_embedder(options.get("embedder")),
+        triple_source=options.get("triple_source"),
+        limit=options.get("limit"),
+        search_name=name,
+    )
 
 
 # ---- copies of the caller's objects
@@ -158,64 +136,12 @@ def detached_copy(document: _Model) -> _Model:
     ``IndexNode.obj`` stays the caller's object."""
     out = document.model_copy()
     metadata = getattr(document, "metadata", None) or {}
-    out.metadata = {key: _copied(value) for key, value in metadata.items()}  # type: ignore[attr-defined]
+    out.metadata = {key: copied_value(value) for key, value in metadata.items()}  # type: ignore[attr-defined]
     for name in ("excluded_llm_metadata_keys", "excluded_embed_metadata_keys"):
         value = getattr(document, name, None)
         if isinstance(value, list):
             setattr(out, name, list(value))
     return out
-
-
-def _copied(value: Any) -> Any:
-    plain = _plain_copy(value)
-    if plain is not _NOT_PLAIN:
-        return plain
-    try:
-        return copy.deepcopy(value)
-    except Exception:  # deepcopy of arbitrary user objects can raise anything: share it
-        return value
-
-
-_ATOMS = (str, int, float, bool, type(None))
-_NOT_PLAIN = object()
-
-
-def _plain_copy(value: Any, depth: int = 0) -> Any:
-    """A copy of JSON-like metadata (lists, tuples and dicts of strings, numbers, ``None``)
-    built directly, as ``deepcopy`` would make it but without its bookkeeping (a
-    100,000-triple list copies in a tenth of the time); ``_NOT_PLAIN`` for anything else
-    or anything nested deeper than 32 levels, which ``deepcopy`` then copies."""
-    kind = type(value)
-    if kind in _ATOMS:
-        return value
-    if depth > 32:
-        return _NOT_PLAIN
-    if kind is list or kind is tuple:
-        if all(type(item) in _ATOMS for item in value):
-            return list(value) if kind is list else value
-        items = []
-        for item in value:
-            inner = type(item)
-            if inner is list and all(type(part) in _ATOMS for part in item):
-                items.append(list(item))  # a triple, mostly: copied without a call
-                continue
-            copied = item if inner in _ATOMS else _plain_copy(item, depth + 1)
-            if copied is _NOT_PLAIN:
-                return _NOT_PLAIN
-            items.append(copied)
-        return items if kind is list else tuple(items)
-    if kind is dict:
-        copied = {key: _plain_copy(item, depth + 1) for key, item in value.items()}
-        if any(type(key) not in _ATOMS or item is _NOT_PLAIN for key, item in copied.items()):
-            return _NOT_PLAIN
-        return copied
-    return _NOT_PLAIN
-
-
-def kept_metadata(original: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
-    """A kept copy's metadata: the original's without the run keys an earlier refinement left
-    (so one call's chains sit in one place), then this call's ``added`` keys."""
-    return {**{k: v for k, v in original.items() if k not in RUN_KEYS}, **added}
 
 
 # ---- settings: the engine an adapter drives, and its user config
@@ -251,72 +177,26 @@ def config_errors(owner: str) -> Iterator[None]:
         raise config_error(owner, err) from err
 
 
-def reject_owned_settings(owner: str, fix: str, **settings: Any) -> None:
-    """A ``ConfigError`` naming the settings passed beside an object that owns them (a shared
-    engine, models or controller): they would be silently ignored."""
-    given = [name for name, value in settings.items() if value is not None]
-    if given:
-        raise ConfigError(f"{', '.join(given)} belong(s) to the {owner} you passed; {fix}")
-
-
 class EngineSettings:
-    """Base of the adapters' settings holders (the refiner's, the reformulating retriever's,
-    BeliefRAG's): where the engine comes from, and the user config it runs with.
-
-    An adapter either drives an engine passed in (``miner=``, ``reformulator=``,
-    ``controller=``: then the models and triple source are that engine's, and passing them
-    again is a ``ConfigError``), builds one on models shared with ``models=``, or builds
-    one on its own ``embedder`` / ``lm``. Its config is a dict of the user config's fields
-    (or the dataclass itself), checked once by that dataclass, whose error names the field.
-    """
+    """Base of the adapters' settings holders (the refiner's, the reformulating retriever's):
+    where the engine comes from and the user config it runs with, by the core's one mechanism
+    (:mod:`neocorrag_core.engine_settings`, which BeliefRAG's setup uses too)."""
 
     def _owner(self) -> str:
         """The adapter's name in error messages."""
         return type(self).__name__
 
     def _shared(self, keyword: str, engine: T, kind: type, **owned: Any) -> T:
-        """``engine``, passed as ``keyword=``: a ``kind`` with none of the settings it owns
-        (``owned``) passed beside it."""
-        reject_owned_settings(
-            keyword, f"set them where that {kind.__name__} was built, or leave {keyword}= out",
-            **owned,
-        )  # fmt: skip
-        check_instance(self._owner(), keyword, engine, kind)
-        return engine
+        """``engine`` passed as ``keyword=``, with none of the settings it owns beside it."""
+        return shared_engine(self._owner(), keyword, engine, kind, **owned)
 
     def _models(self, models: ModelsSource, **owned: Any) -> tuple[LazyModels, TripleSource | None]:
-        """The models (and triple source, when it has one) of what ``models=`` names."""
-        reject_owned_settings(
-            "models", "pass them where those models were built, or leave models= out", **owned
-        )
-        source = models.miner if isinstance(models, RefinerSettings) else models
-        if isinstance(source, LazyModels):
-            return source, None
-        if isinstance(source, EvidenceChainMiner | EvidenceReformulator):
-            return source.models, source.triple_source
-        raise ConfigError(
-            "models must be a LazyModels, an EvidenceChainMiner, an EvidenceReformulator, or a "
-            f"NeocorRAGCompressor / NeocorRAGPostprocessor; got {type(models).__name__}"
-        )
+        """The models (and triple source) of what ``models=`` names (a refiner: its miner's)."""
+        return models_of(models.miner if isinstance(models, RefinerSettings) else models, **owned)
 
     def _config(self, base: Settings, changes: Any, name: str, *, whole: bool = True) -> Any:
-        """``base`` with ``changes`` (a dict of its fields, or with ``whole`` an instance of
-        its class), checked by the dataclass; the error names ``<owner>.<name>`` (``name``
-        empty: the adapter's own fields)."""
-        where = f"{self._owner()}.{name}" if name else self._owner()
-        kind = type(base).__name__
-        if whole and isinstance(changes, type(base)):
-            return changes
-        if changes is not None and not isinstance(changes, Mapping):
-            expected = f"a {kind} or a dict of its fields" if whole else f"a dict of {kind} fields"
-            raise ConfigError(f"{where} must be {expected}, got {type(changes).__name__}")
-        bad = [key for key in changes or {} if not isinstance(key, str)]
-        if bad:
-            raise ConfigError(f"{where} keys must be field names, got {bad[0]!r}")
-        try:
-            return base.with_overrides(**(changes or {}))
-        except ConfigError as err:
-            raise ConfigError(f"{where}: {err}") from err
+        """``base`` with ``changes``; the error names ``<owner>.<name>``."""
+        return with_config(f"{self._owner()}.{name}", base, changes, whole=whole)
 
 
 def check_name(owner: str, name: str, value: Any) -> None:
@@ -440,21 +320,25 @@ class RefinerSettings(EngineSettings, BaseModel):
         return (self._miner.config, dict(given) if isinstance(given, Mapping) else given, settings)
 
     def _check(self, base: MinerConfig) -> MinerConfig:
+        """``base`` with ``miner_config`` and the dial fields: one MinerConfig, checked once."""
         owner = self._owner()
         for name in ("embedder", "lm"):
             check_name(owner, name, getattr(self, name))
         check_bool(owner, "include_chains", self.include_chains)
         check_choice(owner, "chains_position", self.chains_position, ("first", "last"))
-        given = self.miner_config if self.miner_config is not None else {}
-        dial = [name for name in _DIAL if isinstance(given, Mapping) and name in given]
-        if dial:
+        given = config_changes(f"{owner}.miner_config", self.miner_config, "MinerConfig")
+        dial = {name: getattr(self, name) for name in _DIAL}
+        if clash := [name for name in _DIAL if name in given]:
             raise ConfigError(
-                f"{owner}.miner_config: {', '.join(dial)} are settings of {owner} itself: "
-                f"{owner}({dial[0]}=...)"
+                f"{owner}.miner_config: {', '.join(clash)} are settings of {owner} itself: "
+                f"{owner}({clash[0]}=...)"
             )
-        config = self._config(base, given, "miner_config", whole=False)
-        dial_changes = {name: getattr(self, name) for name in _DIAL}
-        return self._config(config, {k: v for k, v in dial_changes.items() if v is not None}, "")
+        changes = {**given, **{k: v for k, v in dial.items() if v is not None}}
+        try:
+            return base.with_overrides(**changes)
+        except ConfigError as err:  # named where the bad field was given
+            named = any(f"MinerConfig.{name} " in str(err) for name in given)
+            raise ConfigError(f"{owner}{'.miner_config' if named else ''}: {err}") from err
 
     @property
     def miner(self) -> EvidenceChainMiner:
@@ -490,55 +374,23 @@ class RefinerSettings(EngineSettings, BaseModel):
         return RefineCall(query, documents, fields, self.effective_config())
 
     def refine(self, call: RefineCall) -> list[Any]:
-        """Refine the call's documents (as :meth:`check_call` returns them): their fields
-        become passages, the miner's result copies of the kept documents (blocking; the
-        async methods run it in one worker thread)."""
-        query, documents, fields, config = call
-        if not documents:
+        """Refine the call's documents (as :meth:`check_call` returns them) with
+        :func:`~neocorrag_core.records.refine.refine_fields`: copies of the kept documents
+        and the chain document (blocking; the async methods run it in one worker thread)."""
+        if not call.documents:
             return []
-        # A chain document of an earlier refinement is our output, not evidence: it is not
-        # mined (it would take a top-N slot) and is replaced by this call's.
-        positions = [
-            i for i, item in enumerate(fields) if item[2].get(IS_EVIDENCE_CHAINS) is not True
-        ] or list(range(len(documents)))
-        # Documents past the engine's cap are not even made passages: dropped, unread.
-        with collecting_notes() as capped:
-            read = cap_documents(positions, self._miner.limits)
-        passages = to_passages([fields[i] for i in read])
-        # What an EviReform retriever before this refiner knows: a hop it searched for on
-        # purpose is kept even when nothing links it to the other documents.
-        found = provenance_in_metadata(passages)
-        result = self._miner.mine_unchecked(query, passages, config, provenance=found)
-        result.notes = [*capped, *result.notes]
-        doc_ids = [f[0] for f in fields]
-        return self._output(query, documents, doc_ids, positions, passages, result, len(read))
-
-    def _output(
-        self,
-        query: str,
-        documents: list[Any],
-        doc_ids: list[Any],
-        positions: list[int],
-        passages: list[Passage],
-        result: MiningResult,
-        read: int,
-    ) -> list[Any]:
-        """Copies of the kept documents with the core's records, and the chain document
-        when the chain format writes a block."""
-        records = refinement_records(
-            result, passages, positions, doc_ids, read=read, include_chains=self.include_chains
+        refined = refine_fields(
+            self._miner, call.query, call.fields, call.config, include_chains=self.include_chains
         )
+        records, documents = refined.records, call.documents
         out = [self._kept_copy(documents[r.position], r.metadata, r.text) for r in records.kept]
         if not records.block:
             return out
-        digest = hashlib.sha256(f"{query}\n{records.block}".encode()).hexdigest()[:16]
-        chain_doc = self._chain_document(
-            records.block,
-            records.chain_metadata,
-            f"neocorrag-chains-{digest}",
-            [documents[i] for i in records.sources],
+        sources = [documents[i] for i in records.sources]
+        chain = self._chain_document(
+            records.block, records.chain_metadata, refined.chain_id, sources
         )
-        return [chain_doc, *out] if self.chains_position == "first" else [*out, chain_doc]
+        return [chain, *out] if self.chains_position == "first" else [*out, chain]
 
     # The framework's part: read a document, copy a kept one, make the chain document.
     def _fields(self, position: int, document: Any) -> Fields:
@@ -562,18 +414,38 @@ class RefinerSettings(EngineSettings, BaseModel):
         BaseModel.__setstate__(self, state)
 
 
+class OwnEmbedder:
+    """Our embeddings objects' part in both frameworks (``NeocorRAGEmbeddings``,
+    ``NeocorRAGEmbedding``): the core embedder behind them, loaded on first use, which an
+    engine given the object shares (one model, one cache: a query the retriever embedded
+    is not embedded again)."""
+
+    _spec: Any
+    _embedder: LoadOnce[TextEmbedder]
+
+    def text_embedder(self) -> TextEmbedder:
+        """The embedder behind this object."""
+        embedder: TextEmbedder = self._embedder.get(
+            lambda: resolve_embedder(engine_embedder(self._spec))
+        )
+        return embedder
+
+    def _vectors(self, owner: str, texts: Any) -> list[list[float]]:
+        """Unit-length vectors of ``texts`` (checked: a list of strings, else an
+        ``InputError`` naming ``owner``)."""
+        texts = check_texts(owner, texts)
+        return self.text_embedder().embed(texts).tolist() if texts else []
+
+
 __all__ = [
     "EngineSettings",
-    "Fields",
+    "EvaluateOptions",
     "ModelsSource",
+    "OwnEmbedder",
+    "PipelineOptions",
     "RefineCall",
     "RefinerSettings",
-    "check_call_k",
-    "check_query",
-    "check_sequence",
     "detached_copy",
-    "kept_metadata",
-    "passage",
-    "read_fields",
-    "to_passages",
+    "evaluate_over",
+    "pipeline_parts",
 ]

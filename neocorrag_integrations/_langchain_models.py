@@ -13,22 +13,16 @@ object to a core class.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import merge_configs
 
-from neocorrag_core.lm.chat import ChatModel, ChatReply, Messages, text_reply
+from neocorrag_core.lm.chat import ChatModel, Messages
+from neocorrag_core.lm.wrapped_chat import WrappedChatModel, text_of
 
-from ._models import (
-    FrameworkChatModel,
-    check_wrappable,
-    is_our_embeddings,
-    reported_count,
-    shared_embedder,
-)
+from ._models import check_wrappable, is_our_embeddings, shared_embedder
 
 _ROLES = {"system": "system", "user": "human", "assistant": "ai"}
 
@@ -38,7 +32,7 @@ def langchain_messages(messages: Messages) -> list[tuple[str, str]]:
     return [(_ROLES[m["role"]], m["content"]) for m in messages]
 
 
-class LangChainChatModel(FrameworkChatModel):
+class LangChainChatModel(WrappedChatModel):
     """A LangChain chat model as a :class:`~neocorrag_core.lm.chat.ChatModel`.
 
     Args:
@@ -49,7 +43,7 @@ class LangChainChatModel(FrameworkChatModel):
         name: the name in store keys (default: the model's class and model name).
     """
 
-    framework = "LangChain"
+    kind = "LangChain"
 
     def __init__(
         self, llm: Any, config: RunnableConfig | None = None, *, name: str | None = None
@@ -77,21 +71,11 @@ class LangChainChatModel(FrameworkChatModel):
     def _ask_structured(self, runnable: Any, messages: Messages) -> Any:
         return runnable.invoke(langchain_messages(messages))
 
-    def _ask_text(self, messages: Messages) -> ChatReply:
+    def _ask_text(self, messages: Messages) -> tuple[str, Any]:
         chat = langchain_messages(messages)
-        if self.config is None:
-            answer = self.llm.invoke(chat)
-        else:
-            answer = self.llm.invoke(chat, config=self.config)
-        content = getattr(answer, "content", answer)
-        text = content if isinstance(content, str) else str(content)
-        usage = getattr(answer, "usage_metadata", None)
-        if isinstance(usage, Mapping):
-            prompt = reported_count(usage.get("input_tokens"))
-            generated = reported_count(usage.get("output_tokens"))
-        else:
-            prompt = generated = None
-        return text_reply(text, messages, prompt_tokens=prompt, generated_tokens=generated)
+        config = {} if self.config is None else {"config": self.config}
+        answer = self.llm.invoke(chat, **config)
+        return text_of(getattr(answer, "content", answer)), getattr(answer, "usage_metadata", None)
 
 
 class EmbedDocuments:

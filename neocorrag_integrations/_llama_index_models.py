@@ -15,21 +15,15 @@ object to a core class.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.base import BaseLLM
 
-from neocorrag_core.lm.chat import ChatModel, ChatReply, Messages, text_reply
+from neocorrag_core.lm.chat import ChatModel, Messages
+from neocorrag_core.lm.wrapped_chat import WrappedChatModel, text_of
 
-from ._models import (
-    FrameworkChatModel,
-    check_wrappable,
-    is_our_embeddings,
-    reported_count,
-    shared_embedder,
-)
+from ._models import check_wrappable, is_our_embeddings, shared_embedder
 
 
 def messages_as_text(messages: Messages) -> str:
@@ -40,7 +34,7 @@ def messages_as_text(messages: Messages) -> str:
     )
 
 
-class LlamaIndexChatModel(FrameworkChatModel):
+class LlamaIndexChatModel(WrappedChatModel):
     """A LlamaIndex LLM as a :class:`~neocorrag_core.lm.chat.ChatModel`.
 
     Args:
@@ -49,7 +43,8 @@ class LlamaIndexChatModel(FrameworkChatModel):
             ``metadata.model_name``).
     """
 
-    framework = "LlamaIndex"
+    kind = "LlamaIndex"
+    usage_keys = ("prompt_tokens", "completion_tokens")
 
     def _make_structured(self, schema: type[Any]) -> Any:
         metadata = getattr(self.llm, "metadata", None)
@@ -60,17 +55,9 @@ class LlamaIndexChatModel(FrameworkChatModel):
     def _ask_structured(self, runnable: Any, messages: Messages) -> Any:
         return runnable.complete(messages_as_text(messages)).raw
 
-    def _ask_text(self, messages: Messages) -> ChatReply:
+    def _ask_text(self, messages: Messages) -> tuple[str, Any]:
         answer = self.llm.complete(messages_as_text(messages))
-        content = getattr(answer, "text", answer)
-        text = content if isinstance(content, str) else str(content)
-        extra = getattr(answer, "additional_kwargs", None)
-        if isinstance(extra, Mapping):
-            prompt = reported_count(extra.get("prompt_tokens"))
-            generated = reported_count(extra.get("completion_tokens"))
-        else:
-            prompt = generated = None
-        return text_reply(text, messages, prompt_tokens=prompt, generated_tokens=generated)
+        return text_of(getattr(answer, "text", answer)), getattr(answer, "additional_kwargs", None)
 
 
 class TextEmbeddingBatch:

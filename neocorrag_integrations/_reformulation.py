@@ -1,110 +1,27 @@
-"""What the two ``EvidenceReformulationRetriever`` adapters share: settings, ids, metadata.
-
-The adapters fetch documents from the wrapped retriever and copy the winners back; the rest
-is decided here once, so LangChain and LlamaIndex behave the same. Every call keeps its own
-:class:`ReformulationCall`: the documents each query returns become passages with ids that
-are stable across the queries of that call (the engine merges its pool by passage id), and
-the engine's ranking becomes copies of the original objects with their ``neocorrag_*``
-metadata. Imports pydantic but neither framework.
+"""The settings of the two ``EvidenceReformulationRetriever`` adapters and the engine they
+drive. Each call's documents are the core's
+(:class:`~neocorrag_core.records.calls.DocumentCall`: passage ids stable across the call's
+queries, copies with the ``neocorrag_*`` records). Imports pydantic but neither framework.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, PrivateAttr
 
 from neocorrag_core.evireform import EvidenceReformulator, ReformulationConfig
-from neocorrag_core.evireform.types import ReformulationResult
 from neocorrag_core.models import LazyModels
-from neocorrag_core.records.reformulation import PassageIds, content_id, reformulation_records
+from neocorrag_core.records.calls import Copy, DocumentCall
+from neocorrag_core.records.documents import Reader, check_call_k
 from neocorrag_core.triples import DefaultTripleSource, TripleSource
-from neocorrag_core.types import Passage
 from neocorrag_core.validation import check_int
 
-from ._common import (
-    EngineSettings,
-    ModelsSource,
-    Reader,
-    check_call_k,
-    check_name,
-    config_errors,
-    passage,
-    read_fields,
-)
+from ._common import EngineSettings, ModelsSource, check_name, config_errors
 from ._translate import engine_embedder
 
 T = TypeVar("T")
-Copy = Callable[[T, float, dict[str, Any]], T]
-"""An adapter's copy of an original object, with its score and the metadata to add."""
-
-
-class ReformulationCall(Generic[T]):
-    """The documents of one call, as engine passages with stable ids
-    (:class:`~neocorrag_core.records.reformulation.PassageIds`), and the originals the
-    output copies are made of. One instance per call; a round's searches fetch
-    concurrently (worker threads for a sync retriever, tasks for an async one)."""
-
-    def __init__(self, read: Reader) -> None:
-        self._read = read
-        self._ids = PassageIds()
-        self._originals: dict[str, T] = {}
-        self._by_query: dict[tuple[str, str], T] = {}
-
-    def search_with(
-        self, fetch: Callable[[str], Sequence[T]]
-    ) -> Callable[[str, int], list[Passage]]:
-        """The engine's ``search(query, k)``: the first ``k`` documents ``fetch`` returns."""
-        return lambda query, k: self.register(_first(fetch(query), k), query)
-
-    def asearch_with(
-        self, afetch: Callable[[str], Awaitable[Sequence[T]]]
-    ) -> Callable[[str, int], Awaitable[list[Passage]]]:
-        """The engine's async ``search(query, k)`` over ``afetch``."""
-
-        async def search(query: str, k: int) -> list[Passage]:
-            return self.register(_first(await afetch(query), k), query)
-
-        return search
-
-    def register(self, documents: Sequence[T], query: str = "") -> list[Passage]:
-        """Passages for ``documents`` (in order), remembering the originals (and which
-        ``query`` returned each)."""
-        passages = []
-        for i, original in enumerate(documents):
-            fields = read_fields(i, self._read(i, original))
-            title = fields[2].get("title")
-            pid = self._ids.id_for(fields[0], fields[1], title if isinstance(title, str) else "")
-            self._originals.setdefault(pid, original)  # dict.setdefault: atomic
-            self._by_query.setdefault((query, pid), original)
-            passages.append(passage(pid, fields))
-        return passages
-
-    def originals(self, passage_ids: Sequence[str]) -> list[T]:
-        """The objects the retriever returned for ``passage_ids``, in that order."""
-        return [self._originals[pid] for pid in passage_ids]
-
-    def outputs(self, result: ReformulationResult, copy: Copy[T]) -> list[T]:
-        """The engine's ranking as copies of the original objects, best first, with the
-        core's records. The original is the one the crediting query returned."""
-        return [
-            copy(
-                self._by_query.get((r.found_by, r.passage_id), self._originals[r.passage_id]),
-                r.score,
-                r.metadata,
-            )
-            for r in reformulation_records(result)
-        ]
-
-
-def _first(documents: Any, k: int) -> list[Any]:
-    if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Sequence):
-        raise TypeError(
-            f"the wrapped retriever returned a {type(documents).__name__}; "
-            "it must return a list of documents"
-        )
-    return list(documents)[:k]
 
 
 class ReformulationSettings(EngineSettings, BaseModel):
@@ -207,7 +124,7 @@ class ReformulationSettings(EngineSettings, BaseModel):
         """One call for a query checked at the edge: ``fetch(query)`` asks the wrapped
         retriever, ``read`` reads its documents (raising on foreign objects, which becomes
         a ``RetrievalError``), ``copy`` makes the output objects."""
-        call: ReformulationCall[T] = ReformulationCall(read)
+        call: DocumentCall[T] = DocumentCall(read)
         result = self._reformulator.retrieve(query, call.search_with(fetch), k, **self._overrides)
         return call.outputs(result, copy)
 
@@ -221,10 +138,10 @@ class ReformulationSettings(EngineSettings, BaseModel):
     ) -> list[T]:
         """Async :meth:`reformulate`: a round's queries are sent concurrently and the LM
         steps run in a worker thread."""
-        call: ReformulationCall[T] = ReformulationCall(read)
+        call: DocumentCall[T] = DocumentCall(read)
         search = call.asearch_with(afetch)
         result = await self._reformulator.aretrieve(query, search, k, **self._overrides)
         return call.outputs(result, copy)
 
 
-__all__ = ["ReformulationCall", "ReformulationSettings", "content_id"]
+__all__ = ["ReformulationSettings"]

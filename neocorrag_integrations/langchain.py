@@ -37,25 +37,30 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "neocorrag_integrations.langchain needs langchain-core: pip install 'neocorrag[langchain]'"
     ) from err
 
-from neocorrag_core.belief import BeliefConfig, BeliefController
+from neocorrag_core.belief import BeliefController
+from neocorrag_core.belief.options import question_of
 from neocorrag_core.errors import ConfigError, InputError
-from neocorrag_core.eval.comparison import DEFAULT_COMPARISON, compare
 from neocorrag_core.graph import GraphRetriever
-from neocorrag_core.models import TextEmbedder, resolve_embedder
 from neocorrag_core.once import LoadOnce
-from neocorrag_integrations._belief import BeliefEngine, question_of, result_fields
-from neocorrag_integrations._common import (
+from neocorrag_core.records.calls import select_by_graph
+from neocorrag_core.records.documents import (
     Fields,
-    RefinerSettings,
     check_call_k,
     check_query,
-    check_sequence,
-    detached_copy,
     kept_metadata,
-    reader_of,
     search_over,
 )
-from neocorrag_integrations._graph import select as select_by_graph
+from neocorrag_core.records.keys import IS_EVIDENCE_CHAINS
+from neocorrag_integrations._belief import BeliefAdapter
+from neocorrag_integrations._common import (
+    EvaluateOptions,
+    OwnEmbedder,
+    PipelineOptions,
+    RefinerSettings,
+    detached_copy,
+    evaluate_over,
+    pipeline_parts,
+)
 from neocorrag_integrations._langchain_models import (
     LangChainChatModel,
     as_chat_model,
@@ -63,14 +68,13 @@ from neocorrag_integrations._langchain_models import (
 )
 from neocorrag_integrations._models import framework_of
 from neocorrag_integrations._reformulation import ReformulationSettings
-from neocorrag_integrations._translate import engine_embedder, engine_lm
+from neocorrag_integrations._translate import engine_embedder
 from neocorrag_integrations.langchain_ingest import TripleExtractorTransformer, document_fields
-from neocorrag_integrations.metadata_keys import IS_EVIDENCE_CHAINS
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from neocorrag_integrations._belief import BeliefOptions
+    from neocorrag_core.belief.options import BeliefOptions
 
 __all__ = [
     "BeliefRAG",
@@ -143,28 +147,18 @@ def is_evidence_chain_document(document: Document) -> bool:
     return document.metadata.get(IS_EVIDENCE_CHAINS) is True
 
 
-class NeocorRAGEmbeddings(Embeddings):
+class NeocorRAGEmbeddings(OwnEmbedder, Embeddings):
     """LangChain ``Embeddings`` over neocorrag's embedder (the bundled MiniLM by default;
     anything :func:`~neocorrag_core.models.resolve_embedder` accepts). Loads on the first
     call; pass the same object as the compressor's ``embedder=`` to load the model once."""
 
     def __init__(self, embedder: Any = None) -> None:
         self._spec = embedder
-        self._embedder: LoadOnce[TextEmbedder] = LoadOnce()
-
-    def text_embedder(self) -> TextEmbedder:
-        """The embedder behind this object; an engine given this object shares it (and its
-        cache: a query the retriever embedded is not embedded again)."""
-        return self._embedder.get(lambda: resolve_embedder(engine_embedder(self._spec)))
+        self._embedder = LoadOnce()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Unit-length vectors, one per text; ``InputError`` unless a list of strings."""
-        owner = "NeocorRAGEmbeddings.embed_documents"
-        texts = check_sequence(owner, "texts", texts, "strings")
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise InputError(f"{owner}: texts[{i}] is a {type(text).__name__}, not a string")
-        return self.text_embedder().embed(texts).tolist() if texts else []
+        return self._vectors("NeocorRAGEmbeddings.embed_documents", texts)
 
     def embed_query(self, text: str) -> list[float]:
         """The unit-length vector of one query; ``InputError`` unless a string."""
@@ -265,35 +259,11 @@ class EvidencePipelineRetriever(BaseRetriever):
 
     @classmethod
     def from_retriever(
-        cls,
-        retriever: RetrieverLike,
-        *,
-        k: int = 5,
-        keep: str = "recall",
-        config: Any = None,
-        miner_config: Any = None,
-        embedder: Any = None,
-        lm: Any = None,
-        triple_source: Any = None,
+        cls, retriever: RetrieverLike, **options: Unpack[PipelineOptions]
     ) -> EvidencePipelineRetriever:
-        """The pipeline over ``retriever`` with one engine.
-
-        Parameters
-        ----------
-        retriever: your retriever (any runnable from a query to documents), returning at
-            least ``k`` documents.
-        k: documents EviReform hands to the refiner.
-        keep: the refiner's recall/noise dial (``"recall"``, ``"balanced"``, ``"precise"``,
-            ``"paper"``).
-        config, miner_config: ``ReformulationConfig`` and ``MinerConfig`` fields.
-        embedder, lm, triple_source: as for :class:`NeocorRAGCompressor`; a LangChain
-            ``Embeddings`` is used as is (share your vector store's, so the question is
-            embedded once per model).
-
-        Returns
-        -------
-        The retriever; ``.compressor.miner`` and ``.reformulation.reformulator`` share
-        ``models`` and ``triple_source``.
+        """The pipeline over ``retriever`` (any runnable from a query to documents) on one
+        engine: ``.compressor.miner`` and ``.reformulation.reformulator`` share models and
+        triple source. Keywords: :class:`~neocorrag_integrations._common.PipelineOptions`.
 
         Examples
         --------
@@ -301,14 +271,8 @@ class EvidencePipelineRetriever(BaseRetriever):
         ...     store.as_retriever(search_kwargs={"k": 5}), embedder=embeddings)
         >>> documents = pipeline.invoke("Who is the mother of the director of Polish-Russian War?")
         """
-        engine: dict[str, Any] = {"embedder": embedder, "lm": lm, "triple_source": triple_source}
-        compressor = NeocorRAGCompressor(keep=keep, miner_config=miner_config, **engine)
-        # ``models`` is a keyword of ``ReformulationSettings.__init__``, not a field: mypy's
-        # pydantic signature does not list it, so it goes in by keyword expansion.
-        shared: dict[str, Any] = {"models": compressor}
-        reformulation = EvidenceReformulationRetriever(
-            retriever=retriever, k=k, config=config or {}, **shared
-        )
+        compressor, settings = pipeline_parts("from_retriever", NeocorRAGCompressor, options)
+        reformulation = EvidenceReformulationRetriever(retriever=retriever, **settings)
         return cls(reformulation=reformulation, compressor=compressor)
 
     def _get_relevant_documents(
@@ -408,16 +372,7 @@ class CorpusGraphRetriever(BaseRetriever):
 
 
 def evaluate(
-    questions: Any,
-    retriever: RetrieverLike,
-    *,
-    out: str,
-    llm: Any = None,
-    methods: Sequence[str] = DEFAULT_COMPARISON,
-    k: int = 5,
-    embedder: Any = None,
-    triple_source: Any = None,
-    limit: int | None = None,
+    questions: Any, retriever: RetrieverLike, *, out: str, **options: Unpack[EvaluateOptions]
 ) -> dict[str, Any]:
     """Your questions over your retriever, answered by your chat model: no refinement, the
     refiner's dial, EviReform and the full pipeline side by side
@@ -425,10 +380,9 @@ def evaluate(
 
     ``questions``: a JSON-lines / JSON / CSV file (``question``, ``answers``, optional
     ``gold_ids``: your documents' ids, or ``gold_titles``) or a list of such dicts;
-    ``retriever``: any runnable from a query to documents (it returns what it is configured
-    to; EviReform's searches call it too); ``llm``: a LangChain chat model (``None``: the
-    bundled reader; ``"none"``: retrieval scores only); ``embedder`` / ``triple_source``: as
-    for :class:`NeocorRAGCompressor`.
+    ``retriever``: any runnable from a query to documents (EviReform's searches call it
+    too); ``llm`` (a LangChain chat model) and the other keywords:
+    :class:`~neocorrag_integrations._common.EvaluateOptions`.
 
     Examples
     --------
@@ -436,24 +390,17 @@ def evaluate(
     >>> results = evaluate("questions.jsonl", retriever, out="runs/mine",  # doctest: +SKIP
     ...                    llm=chat_model, embedder=embeddings)
     """
-    return compare(
-        questions,
-        search_over(retriever.invoke, _read),
-        out=out,
-        reader=reader_of(llm, as_chat_model),
-        methods=methods,
-        k=k,
-        embedder=engine_embedder(embedder),
-        triple_source=triple_source,
-        limit=limit,
-        search_name=f"langchain:{type(retriever).__name__}",
+    search = search_over(retriever.invoke, _read)
+    name = f"langchain:{type(retriever).__name__}"
+    return evaluate_over(
+        questions, search, out=out, name=name, translate=as_chat_model, options=options
     )
 
 
 BeliefInput = str | dict[str, Any]
 
 
-class BeliefRAG(Runnable[BeliefInput, dict[str, Any]]):
+class BeliefRAG(BeliefAdapter, Runnable[BeliefInput, dict[str, Any]]):
     """BeliefRAG as a LangChain ``Runnable``: per question, search, judge the evidence,
     replace misleading documents, search again for the missing fact, answer or abstain.
 
@@ -464,11 +411,12 @@ class BeliefRAG(Runnable[BeliefInput, dict[str, Any]]):
     ``mutations``, ``retrieval_rounds``, ``tokens``, ``question``. Each search is
     ``retriever.invoke(query)`` (its first ``k`` documents), with this run's child
     callbacks, as is every chat-model call; ``ainvoke`` awaits ``retriever.ainvoke``.
-    Keywords of ``invoke`` change ``BeliefConfig`` fields for that call.
+    Keywords of ``invoke`` change ``BeliefConfig`` fields for that call (``k`` included; a
+    ``BeliefTuning`` field is a ``ConfigError``: pass a controller built with it).
 
     ``llm``: a LangChain chat model (asked through :func:`as_chat_model`), your own
     ``ChatModel``, a local LM spec, or ``None`` (the bundled LM). ``name``: the run name.
-    Other keywords: :class:`~neocorrag_integrations._belief.BeliefOptions`. A bad setting
+    Other keywords: :class:`~neocorrag_core.belief.options.BeliefOptions`. A bad setting
     is a ``ConfigError``, a bad input an ``InputError`` (before any search), a failing
     retriever a ``RetrievalError``, a failing chat-model call a ``ModelCallError`` naming
     the component (the model's exception chained). A failed call leaves nothing behind.
@@ -494,30 +442,7 @@ class BeliefRAG(Runnable[BeliefInput, dict[str, Any]]):
             )
         self.retriever = retriever
         self.name = name
-        self._llm = llm
-        self._engine: BeliefEngine[Document] = BeliefEngine(
-            "BeliefRAG", engine_lm(llm, as_chat_model), options
-        )
-
-    @property
-    def llm(self) -> Any:
-        """The chat model the controller's LM components use, as it was given."""
-        return self._llm
-
-    @property
-    def config(self) -> BeliefConfig:
-        """The controller settings in force (``k`` included)."""
-        return self._engine.config
-
-    @property
-    def controller(self) -> BeliefController:
-        """The controller on ``llm`` (each call builds one whose calls carry its callbacks)."""
-        return self._engine.controller
-
-    @property
-    def chains_for_verifier(self) -> bool:
-        """Whether the verifier also sees the evidence chains."""
-        return self._engine.chains_for_verifier
+        self._set_up("BeliefRAG", llm, as_chat_model, options)
 
     def invoke(
         self, input: BeliefInput, config: RunnableConfig | None = None, **kwargs: Any
@@ -547,10 +472,10 @@ class BeliefRAG(Runnable[BeliefInput, dict[str, Any]]):
             return self.retriever.invoke(query, config=child)
 
         traced = self._traced_controller(child)
-        result, evidence = self._engine.run(
+        result, evidence = self._setup.run(
             question, fetch, _read, controller=traced, overrides=overrides
         )
-        return {**result_fields(result), "documents": [detached_copy(d) for d in evidence]}
+        return {**result.as_dict(), "documents": [detached_copy(d) for d in evidence]}
 
     async def _ainvoke(
         self,
@@ -566,14 +491,14 @@ class BeliefRAG(Runnable[BeliefInput, dict[str, Any]]):
             return await self.retriever.ainvoke(query, config=child)
 
         traced = self._traced_controller(child)
-        result, evidence = await self._engine.arun(
+        result, evidence = await self._setup.arun(
             question, afetch, _read, controller=traced, overrides=overrides
         )
-        return {**result_fields(result), "documents": [detached_copy(d) for d in evidence]}
+        return {**result.as_dict(), "documents": [detached_copy(d) for d in evidence]}
 
     def _traced_controller(self, child: RunnableConfig) -> BeliefController:
-        chat = self._engine.llm
-        if self._engine.custom or not isinstance(chat, LangChainChatModel):
-            return self._engine.controller  # no LangChain model of ours to trace
+        chat = self._setup.llm
+        if self._setup.custom or not isinstance(chat, LangChainChatModel):
+            return self._setup.controller  # no LangChain model of ours to trace
         # The chat model with this run's callbacks on every call, structured ones included.
-        return self._engine.build_controller(chat.with_config(child))
+        return self._setup.build_controller(chat.with_config(child))

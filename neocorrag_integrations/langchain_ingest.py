@@ -7,10 +7,9 @@ Run it on the documents before they go into your vector store::
     chunks = splitter.split_documents(documents)
     vector_store.add_documents(TripleExtractorTransformer().transform_documents(chunks))
 
-Each document gets ``metadata["triples"]`` and the triples are written to the triple store
-keyed by the document's text, so the query-time compressor reads them from the document
-or, if the vector store lost the metadata, from the store: nothing is extracted at query
-time. Run it after splitting: the triples belong to the text they were extracted from.
+Each document gets ``metadata["triples"]``, also written to the triple store under its
+text, which the query-time compressor reads where the vector store lost the metadata.
+Run it after splitting: the triples belong to the text they were extracted from.
 
 Needs only ``langchain-core`` (``pip install 'neocorrag[langchain]'``).
 """
@@ -18,9 +17,8 @@ Needs only ``langchain-core`` (``pip install 'neocorrag[langchain]'``).
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 try:
     from langchain_core.documents import BaseDocumentTransformer, Document
@@ -30,20 +28,23 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "pip install 'neocorrag[langchain]'"
     ) from err
 
-from neocorrag_core.errors import InputError
+from neocorrag_core.records.documents import Fields, read_passages
 from neocorrag_core.triples.extractor import TripleExtractor
-from neocorrag_core.triples.ingest import MetadataFormat, TripleAnnotator
+from neocorrag_core.triples.ingest import (
+    MetadataFormat,
+    TripleAnnotator,
+    check_items,
+    recorded_ids,
+)
 from neocorrag_core.triples.precomputed import METADATA_KEY
 from neocorrag_core.triples.store import CacheStats
 from neocorrag_core.types import Passage
-from neocorrag_core.validation import clean_text
-from neocorrag_integrations._common import (
-    Fields,
-    check_sequence,
-    detached_copy,
-    read_fields,
-    to_passages,
-)
+from neocorrag_integrations._common import detached_copy
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from neocorrag_core.triples.ingest import IngestSettings
 
 __all__ = ["TripleExtractorTransformer", "document_fields", "document_passages"]
 
@@ -57,7 +58,7 @@ def document_fields(doc: Document) -> Fields:
 
 def document_passages(documents: Sequence[Document]) -> list[Passage]:
     """The engine passages of ``documents``, exactly as the compressor builds them."""
-    return to_passages([read_fields(i, document_fields(d)) for i, d in enumerate(documents)])
+    return read_passages(documents, lambda _, d: document_fields(d))
 
 
 class TripleExtractorTransformer(BaseDocumentTransformer):
@@ -65,58 +66,23 @@ class TripleExtractorTransformer(BaseDocumentTransformer):
 
     Returns new documents (the input is not modified), in the same order, with the same
     ids. Documents that already have ``metadata["triples"]`` are returned unchanged (as
-    copies). Text that is not valid Unicode (lone surrogates in the text, title or id) is
-    read, hashed and stored with U+FFFD in their place; the returned copies keep it as
-    given. For the others, the triples come from the triple store when it has the
-    document's text (any earlier ingestion or query, under any id) and are otherwise
-    extracted and written to it; a document's ``id``, when set, is recorded with them.
-    ``atransform_documents`` runs the same work in a worker thread, off the event loop.
+    copies). For the others, the triples come from the triple store when it has the
+    document's text (from any earlier ingestion or query) and are otherwise extracted and
+    written to it, with the document's ``id`` when set. Text that is not valid Unicode is
+    stored with U+FFFD in place of lone surrogates; the returned copies keep it as given.
+    ``atransform_documents`` runs in a worker thread, off the event loop.
 
-    Args:
-        extractor: a spec (``"spacy"``, ``"spacy:<pipeline>"``, ``"llm"``, ``"llm:<lm>"``)
-            or an extractor object.
-        store: the triple store file; ``None``: the default store (``NEOCORRAG_TRIPLE_STORE``
-            / ``NEOCORRAG_CACHE``), the one the query-time adapters read. ``":memory:"``
-            keeps the triples in a store private to this transformer (the metadata still
-            carries them); such a transformer cannot be pickled.
-        metadata_format: ``"list"`` (``[[subject, relation, object], ...]``) or ``"json"``
-            (that list as a JSON string, for vector stores with flat metadata, e.g. Chroma).
-        batch_size: documents per extraction batch and store transaction.
-        embedder: whose vectors of the node and triple texts are stored beside the triples,
-            so queries over these documents embed only the question: ``None``, the bundled
-            MiniLM the compressor uses by default; a sentence-transformers name or folder
-            (the compressor's ``embedder=``); ``False`` for none.
-        show_progress: a progress bar over the batches.
-
-    Raises :class:`~neocorrag_core.errors.ConfigError` for a bad setting, and
-    :class:`~neocorrag_core.errors.StoreError` when the store cannot be opened or written.
+    Keywords: :class:`~neocorrag_core.triples.ingest.IngestSettings` (``store=":memory:"``
+    is a store private to this transformer).
     """
 
-    def __init__(
-        self,
-        *,
-        extractor: str | TripleExtractor = "spacy",
-        store: str | os.PathLike[str] | None = None,
-        metadata_format: MetadataFormat = "list",
-        batch_size: int = 32,
-        embedder: str | Literal[False] | None = None,
-        show_progress: bool = False,
-    ) -> None:
-        self._annotator = TripleAnnotator(
-            extractor,
-            store,
-            metadata_format=metadata_format,
-            batch_size=batch_size,
-            embedder=embedder,
-            show_progress=show_progress,
-            owner=type(self).__name__,
-        )
+    def __init__(self, **settings: Unpack[IngestSettings]) -> None:
+        self._annotator = TripleAnnotator.from_settings(type(self).__name__, settings)
 
     def __repr__(self) -> str:
-        a = self._annotator
         return (
-            f"TripleExtractorTransformer(extractor={a.extractor!r}, store={a.store_path!r}, "
-            f"metadata_format={a.metadata_format!r})"
+            f"TripleExtractorTransformer(extractor={self.extractor!r}, store={self.store!r}, "
+            f"metadata_format={self.metadata_format!r})"
         )
 
     @property
@@ -141,23 +107,21 @@ class TripleExtractorTransformer(BaseDocumentTransformer):
 
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[Document]:
         """Copies of ``documents`` with ``metadata["triples"]`` added where it was missing."""
-        owner = type(self).__name__
-        documents = check_sequence(owner, "documents", documents, "langchain_core Documents")
-        for i, doc in enumerate(documents):
-            if not isinstance(doc, Document):
-                raise InputError(
-                    f"documents[{i}] is a {type(doc).__name__}; {owner} takes langchain_core "
-                    "Document objects"
-                )
-        ids = [
-            [clean_text(doc.id)] if isinstance(doc.id, str) and doc.id else [] for doc in documents
-        ]
-        found = self._annotator.annotate(document_passages(documents), ids)
+        documents = check_items(
+            type(self).__name__,
+            "documents",
+            documents,
+            Document,
+            "langchain_core Documents",
+            "langchain_core Document objects",
+        )
+        ids = [recorded_ids(doc.id) for doc in documents]
+        values = self._annotator.metadata_values(document_passages(documents), ids)
         out = []
-        for doc, triples in zip(documents, found, strict=True):
+        for doc, value in zip(documents, values, strict=True):
             copy = detached_copy(doc)  # nested metadata must not be shared either
-            if triples is not None:
-                copy.metadata[METADATA_KEY] = self._annotator.encode(triples)
+            if value is not None:
+                copy.metadata[METADATA_KEY] = value
             out.append(copy)
         return out
 

@@ -36,38 +36,43 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "pip install 'neocorrag[llamaindex]'"
     ) from err
 
-from neocorrag_core.belief import BeliefConfig, BeliefController
+from neocorrag_core.belief import BeliefResult
+from neocorrag_core.belief.options import ABSTAIN_MESSAGE
 from neocorrag_core.errors import ConfigError, InputError
-from neocorrag_core.eval.comparison import DEFAULT_COMPARISON, compare
 from neocorrag_core.evireform import EvidenceReformulator
 from neocorrag_core.graph import GraphRetriever
-from neocorrag_core.models import LazyModels, TextEmbedder, resolve_embedder
+from neocorrag_core.models import LazyModels
 from neocorrag_core.once import LoadOnce
-from neocorrag_core.validation import check_bool, check_instance, clean_text
-from neocorrag_integrations._belief import ABSTAIN_MESSAGE, BeliefEngine, result_fields
-from neocorrag_integrations._common import (
+from neocorrag_core.records.calls import select_by_graph
+from neocorrag_core.records.documents import (
     Fields,
-    RefineCall,
-    RefinerSettings,
     check_call_k,
     check_query,
-    check_sequence,
-    detached_copy,
     kept_metadata,
-    reader_of,
     search_over,
 )
-from neocorrag_integrations._graph import select as select_by_graph
+from neocorrag_core.records.keys import IS_EVIDENCE_CHAINS
+from neocorrag_core.validation import check_bool, check_instance, clean_text
+from neocorrag_integrations._belief import BeliefAdapter
+from neocorrag_integrations._common import (
+    EvaluateOptions,
+    OwnEmbedder,
+    PipelineOptions,
+    RefineCall,
+    RefinerSettings,
+    detached_copy,
+    evaluate_over,
+    pipeline_parts,
+)
 from neocorrag_integrations._llama_index_models import as_chat_model, as_embedder
 from neocorrag_integrations._reformulation import ReformulationSettings
-from neocorrag_integrations._translate import engine_embedder, engine_lm
+from neocorrag_integrations._translate import engine_embedder
 from neocorrag_integrations.llama_index_ingest import TripleExtractorTransform, node_fields
-from neocorrag_integrations.metadata_keys import IS_EVIDENCE_CHAINS
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from neocorrag_integrations._belief import BeliefOptions
+    from neocorrag_core.belief.options import BeliefOptions
 
 __all__ = [
     "BeliefQueryEngine",
@@ -221,7 +226,7 @@ def is_evidence_chain_node(node: NodeWithScore | TextNode) -> bool:
     return node.metadata.get(IS_EVIDENCE_CHAINS) is True
 
 
-class NeocorRAGEmbedding(BaseEmbedding):
+class NeocorRAGEmbedding(OwnEmbedder, BaseEmbedding):
     """LlamaIndex embedding over neocorrag's embedder (the bundled MiniLM by default;
     anything :func:`~neocorrag_core.models.resolve_embedder` accepts; only a name is kept
     when serialized, ``model_name``). Loads on the first call; pass the same object as the
@@ -255,22 +260,8 @@ class NeocorRAGEmbedding(BaseEmbedding):
     def __setstate__(self, state: dict[Any, Any]) -> None:
         BaseModel.__setstate__(self, state)
 
-    def text_embedder(self) -> TextEmbedder:
-        """The embedder behind this object; an engine given this object shares it (and its
-        cache: a query the retriever embedded is not embedded again)."""
-        embedder: TextEmbedder = self._embedder.get(
-            lambda: resolve_embedder(engine_embedder(self._spec))
-        )
-        return embedder
-
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        texts = check_sequence("NeocorRAGEmbedding", "texts", texts, "strings")
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise InputError(
-                    f"NeocorRAGEmbedding: texts[{i}] is a {type(text).__name__}, not a string"
-                )
-        return self.text_embedder().embed(texts).tolist() if texts else []
+        return self._vectors("NeocorRAGEmbedding", texts)
 
     def _get_text_embedding(self, text: str) -> list[float]:
         return self._get_text_embeddings([text])[0]
@@ -422,32 +413,11 @@ class EvidencePipelineRetriever(BaseRetriever):
 
     @classmethod
     def from_retriever(
-        cls,
-        retriever: BaseRetriever,
-        *,
-        k: int = 5,
-        keep: str = "recall",
-        config: Any = None,
-        miner_config: Any = None,
-        embedder: Any = None,
-        lm: Any = None,
-        triple_source: Any = None,
+        cls, retriever: BaseRetriever, **options: Unpack[PipelineOptions]
     ) -> EvidencePipelineRetriever:
-        """The pipeline over ``retriever`` with one engine.
-
-        Parameters
-        ----------
-        retriever: your retriever, with ``similarity_top_k`` at least ``k``.
-        k: nodes EviReform hands to the refiner.
-        keep: the refiner's recall/noise dial.
-        config, miner_config: ``ReformulationConfig`` and ``MinerConfig`` fields.
-        embedder, lm, triple_source: as for :class:`NeocorRAGPostprocessor`; a LlamaIndex
-            embedding model is used as is (share your index's).
-
-        Returns
-        -------
-        The retriever; ``.postprocessor.miner`` and ``.reformulation.reformulator`` share
-        ``models`` and ``triple_source``.
+        """The pipeline over ``retriever`` (``similarity_top_k`` at least ``k``) on one engine:
+        ``.postprocessor.miner`` and ``.reformulation.reformulator`` share models and triple
+        source. Keywords: :class:`~neocorrag_integrations._common.PipelineOptions`.
 
         Examples
         --------
@@ -455,12 +425,8 @@ class EvidencePipelineRetriever(BaseRetriever):
         ...     index.as_retriever(similarity_top_k=5), embedder=embed_model)
         >>> engine = RetrieverQueryEngine.from_args(pipeline, llm=llm)  # doctest: +SKIP
         """
-        engine: dict[str, Any] = {"embedder": embedder, "lm": lm, "triple_source": triple_source}
-        postprocessor = NeocorRAGPostprocessor(keep=keep, miner_config=miner_config, **engine)
-        reformulation = EvidenceReformulationRetriever(
-            retriever, k=k, config=config or {}, models=postprocessor
-        )
-        return cls(reformulation, postprocessor)
+        postprocessor, settings = pipeline_parts("from_retriever", NeocorRAGPostprocessor, options)
+        return cls(EvidenceReformulationRetriever(retriever, **settings), postprocessor)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         found = self.reformulation.retrieve(query_bundle)
@@ -535,39 +501,17 @@ class CorpusGraphRetriever(BaseRetriever):
 
 
 def evaluate(
-    questions: Any,
-    retriever: BaseRetriever,
-    *,
-    out: str,
-    llm: Any = None,
-    methods: Sequence[str] = DEFAULT_COMPARISON,
-    k: int = 5,
-    embedder: Any = None,
-    triple_source: Any = None,
-    limit: int | None = None,
+    questions: Any, retriever: BaseRetriever, *, out: str, **options: Unpack[EvaluateOptions]
 ) -> dict[str, Any]:
-    """Your questions over your retriever, answered by your LLM: no refinement, the
-    refiner's dial, EviReform and the full pipeline side by side
-    (:func:`neocorrag_core.eval.compare`: report.md, report.html and results.json in ``out``).
-
-    ``questions``: a JSON-lines / JSON / CSV file (``question``, ``answers``, optional
-    ``gold_ids``: your node ids, or ``gold_titles``) or a list of such dicts; ``retriever``:
-    your LlamaIndex retriever (EviReform's searches call it too); ``llm``: a LlamaIndex LLM
-    (``None``: the bundled reader; ``"none"``: retrieval scores only); ``embedder`` /
-    ``triple_source``: as for :class:`NeocorRAGPostprocessor`.
-    """
+    """Your questions over your LlamaIndex retriever, answered by your LLM: as
+    :func:`neocorrag_integrations.langchain.evaluate` (``gold_ids`` are your node ids;
+    ``llm`` a LlamaIndex LLM; keywords:
+    :class:`~neocorrag_integrations._common.EvaluateOptions`)."""
     _retriever_check("evaluate", retriever, None)
-    return compare(
-        questions,
-        search_over(retriever.retrieve, _read),
-        out=out,
-        reader=reader_of(llm, as_chat_model),
-        methods=methods,
-        k=k,
-        embedder=engine_embedder(embedder),
-        triple_source=triple_source,
-        limit=limit,
-        search_name=f"llama_index:{type(retriever).__name__}",
+    search = search_over(retriever.retrieve, _read)
+    name = f"llama_index:{type(retriever).__name__}"
+    return evaluate_over(
+        questions, search, out=out, name=name, translate=as_chat_model, options=options
     )
 
 
@@ -606,7 +550,7 @@ def _bundle_text(query_bundle: Any) -> Any:
     return query_bundle.query_str
 
 
-class BeliefQueryEngine(BaseQueryEngine):
+class BeliefQueryEngine(BeliefAdapter, BaseQueryEngine):
     """BeliefRAG as a LlamaIndex query engine: per question, search, judge the evidence,
     replace misleading nodes, search again for the missing fact, answer or abstain.
 
@@ -619,7 +563,7 @@ class BeliefQueryEngine(BaseQueryEngine):
 
     ``llm``: a LlamaIndex LLM (asked through :func:`as_chat_model`), your own
     ``ChatModel``, a local LM spec, or ``None`` (the bundled LM). Other keywords:
-    :class:`~neocorrag_integrations._belief.BeliefOptions`. Errors as for the LangChain
+    :class:`~neocorrag_core.belief.options.BeliefOptions`. Errors as for the LangChain
     ``BeliefRAG``.
     """
 
@@ -639,10 +583,7 @@ class BeliefQueryEngine(BaseQueryEngine):
                 f"{owner}.abstain_message must be a string, got {type(abstain_message).__name__}"
             )
         self._retriever = retriever
-        self._llm = llm
-        self._engine: BeliefEngine[NodeWithScore] = BeliefEngine(
-            owner, engine_lm(llm, as_chat_model), options
-        )
+        self._set_up(owner, llm, as_chat_model, options)
         self.abstain_message = abstain_message
         super().__init__(callback_manager=callback_manager)
 
@@ -650,26 +591,6 @@ class BeliefQueryEngine(BaseQueryEngine):
     def retriever(self) -> BaseRetriever:
         """The retriever searched."""
         return self._retriever
-
-    @property
-    def llm(self) -> Any:
-        """The LLM the controller's LM components use, as it was given."""
-        return self._llm
-
-    @property
-    def config(self) -> BeliefConfig:
-        """The controller settings in force (``k`` included)."""
-        return self._engine.config
-
-    @property
-    def controller(self) -> BeliefController:
-        """The controller every query runs."""
-        return self._engine.controller
-
-    @property
-    def chains_for_verifier(self) -> bool:
-        """Whether the verifier also sees the evidence chains."""
-        return self._engine.chains_for_verifier
 
     def query(self, str_or_query_bundle: QueryType) -> RESPONSE_TYPE:
         """One episode for a question string or ``QueryBundle``; see the class docstring."""
@@ -688,19 +609,19 @@ class BeliefQueryEngine(BaseQueryEngine):
         def fetch(text: str) -> list[NodeWithScore]:
             return self._retriever.retrieve(_search_bundle(query_bundle, text))
 
-        return self._response(*self._engine.run(_question(query_bundle), fetch, _read))
+        return self._response(*self._setup.run(_question(query_bundle), fetch, _read))
 
     async def _aquery(self, query_bundle: QueryBundle) -> Response:
         async def afetch(text: str) -> list[NodeWithScore]:
             return await self._retriever.aretrieve(_search_bundle(query_bundle, text))
 
-        return self._response(*await self._engine.arun(_question(query_bundle), afetch, _read))
+        return self._response(*await self._setup.arun(_question(query_bundle), afetch, _read))
 
-    def _response(self, result: Any, evidence: Sequence[NodeWithScore]) -> Response:
+    def _response(self, result: BeliefResult, evidence: Sequence[NodeWithScore]) -> Response:
         nodes = [NodeWithScore(node=detached_copy(n.node), score=n.score) for n in evidence]
         answer = result.answer
         return Response(
             response=self.abstain_message if answer is None else answer,
             source_nodes=nodes,
-            metadata=result_fields(result),
+            metadata=result.as_dict(),
         )

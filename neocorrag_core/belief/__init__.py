@@ -9,7 +9,8 @@ your own episodes; how the shipped files are selected is the development lab's),
 models), ``controller`` (the episode loop, sync and async); the model-backed
 components: ``verifier``, ``answer``, ``writer``, ``relevance``, built together by
 ``defaults``; NeocorRAG in the loop: ``chains`` (chains for the verifier) and
-``refined_answer`` (the refined evidence for the answer generator).
+``refined_answer`` (the refined evidence for the answer generator); ``options`` (the
+framework adapters' keywords, the controller they build and their episode, written once).
 """
 
 from .answer import LMAnswerGenerator

@@ -11,6 +11,7 @@ a typed action (ANSWER, STOP or ABSTAIN), never by running out of loop.
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
@@ -37,7 +38,7 @@ from .components import (
     Verifier,
     VerifierReply,
 )
-from .config import BeliefConfig, BeliefTuning, belief_settings, config_with_default_verify
+from .config import BeliefConfig, BeliefTuning, config_with_default_verify
 from .refined_answer import refine_for_answer
 from .rules import Budget, VerifierCheck, decide, out_of_budget, retrieval_value, verifier_needed
 from .state import update_belief
@@ -163,9 +164,12 @@ class BeliefController:
         after_search: AnswerabilityCalibrator | None = None,
         config: BeliefConfig | None = None,
         tuning: BeliefTuning | None = None,
+        miner: EvidenceChainMiner | None = None,
         **options: Any,
     ) -> BeliefController:
-        """A controller whose four components run on one LM and one embedder.
+        """A controller whose four components run on one LM and one embedder; the one place
+        a controller is built on shared models (the adapters' too,
+        :class:`~neocorrag_core.belief.options.BeliefSetup`).
 
         ``lm``: a local LM spec (``None`` = the bundled default) or a
         :class:`~neocorrag_core.lm.chat.ChatModel` (a LangChain or LlamaIndex LLM wrapped by
@@ -174,7 +178,9 @@ class BeliefController:
         relevance (``None`` = the bundled default); ``models``: a
         :class:`~neocorrag_core.models.LazyModels` to share with another engine.
         ``options`` go to :func:`~neocorrag_core.belief.defaults.default_components`
-        (``budget``, ``triple_source``, ``show_progress``). Nothing loads until the first
+        (``budget``, ``triple_source``, ``show_progress``, ``verifier_chains``,
+        ``chains_decoding``); ``miner`` refines the answer's evidence (default: one on
+        ``models`` reading ``triple_source``). Nothing loads until the first
         episode needs it. Without ``calibrator`` and ``after_search``, a bundled LM preset
         gets the models fitted on its own episodes
         (:data:`~neocorrag_core.belief.calibrator.SHIPPED_MODELS`), any other LM the
@@ -195,7 +201,8 @@ class BeliefController:
         if models is None:
             models = shared_models(lm, embedder, show_progress=options.get("show_progress", False))
         parts = default_components(lm, embedder, models=models, config=config, **options)
-        miner = answer_miner(models, options.get("triple_source"))
+        if miner is None:
+            miner = answer_miner(models, options.get("triple_source"))
         return cls(
             **parts.as_kwargs(),
             calibrator=calibrator,
@@ -205,13 +212,22 @@ class BeliefController:
             miner=miner,
         )
 
+    def tuned(self, **research: Any) -> BeliefController:
+        """This controller with research settings changed (:class:`BeliefTuning` fields),
+        sharing its components and models: how the lab runs an ablation beside the default
+        (per-call overrides take ``config`` fields only)."""
+        other = copy.copy(self)
+        other.tuning = self.tuning.with_overrides(**research)
+        return other
+
     # ------------------------------------------------------------------ drivers
 
     def run(self, question: str, search: SearchFn, **overrides: Any) -> BeliefResult:
         """One episode for ``question``; ``search(query, k)`` returns passages, best first.
 
-        Keyword overrides change fields of ``config`` or ``tuning`` for this call only
-        (all but ``max_evidence``, which the components' prompts were sized for). Lone
+        Keyword overrides change fields of ``config`` for this call only (all but
+        ``max_evidence``, which the components' prompts were sized for); a research setting
+        is a ``ConfigError``: it belongs to the controller (:meth:`tuned`). Lone
         surrogates in ``question`` are replaced by U+FFFD before any search or model sees it.
         """
         started = time.perf_counter()
@@ -243,7 +259,7 @@ class BeliefController:
                 "max_evidence cannot change per call (the components' prompts were sized "
                 "for it); build a controller with BeliefConfig(max_evidence=...)"
             )
-        return belief_settings(self.config, self.tuning, overrides)
+        return self.config.with_overrides(**overrides) if overrides else self.config, self.tuning
 
     # ------------------------------------------------------------------ the episode
 

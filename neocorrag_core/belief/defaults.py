@@ -10,7 +10,7 @@ the three LM components; relevance always runs on the local embedder.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from neocorrag_core.chains.config import MinerConfig
@@ -20,6 +20,7 @@ from neocorrag_core.models import LazyModels
 from neocorrag_core.triples import DefaultTripleSource, TripleSource
 
 from .answer import LMAnswerGenerator
+from .chains import ChainEvidenceVerifier, Decoding
 from .components import AnswerGenerator, QueryWriter, RelevanceScorer, Verifier
 from .config import BeliefConfig
 from .relevance import EmbeddingRelevance
@@ -81,6 +82,8 @@ def default_components(
     budget: PromptBudget | None = None,
     triple_source: TripleSource | None = None,
     show_progress: bool = False,
+    verifier_chains: EvidenceChainMiner | None = None,
+    chains_decoding: Decoding | None = None,
 ) -> BeliefComponents:
     """Verifier, answer generator, query writer and relevance scorer on shared models.
 
@@ -100,6 +103,10 @@ def default_components(
         triple_source: where the writer finds the passages' triples for bridge entities
             (default: passage metadata).
         show_progress: progress bars while the models load the first time.
+        verifier_chains: show the verifier this miner's evidence chains of the passages as
+            one extra document (:class:`~neocorrag_core.belief.ChainEvidenceVerifier`, with
+            room for that document beside a full workspace).
+        chains_decoding: how ``verifier_chains`` chooses them (``None``: the miner's own).
 
     Nothing is loaded here: each model loads on the first call that needs it.
     """
@@ -108,8 +115,13 @@ def default_components(
         models = shared_models(lm, embedder, show_progress=show_progress)
     if budget is None:
         budget = PromptBudget(max_passages=(config or BeliefConfig()).max_evidence)
+    verifier: Verifier = LMVerifier(chat, models=models, budget=budget)
+    if verifier_chains is not None:
+        roomy = replace(budget, max_passages=budget.max_passages + 1)
+        inner = LMVerifier(chat, models=models, budget=roomy)
+        verifier = ChainEvidenceVerifier(inner, verifier_chains, decoding=chains_decoding)
     return BeliefComponents(
-        verifier=LMVerifier(chat, models=models, budget=budget),
+        verifier=verifier,
         generator=LMAnswerGenerator(chat, models=models, budget=budget),
         writer=LMQueryWriter(chat, models=models, budget=budget, triple_source=triple_source),
         relevance=EmbeddingRelevance(models=models),

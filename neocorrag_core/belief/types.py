@@ -212,6 +212,32 @@ class BeliefResult(Cost):
         """Every step as a JSON-ready dict, in order."""
         return [step.as_dict() for step in self.steps]
 
+    def as_dict(self) -> dict[str, Any]:
+        """The episode as JSON-ready values, everything but the evidence passages (their
+        ids are in the trajectory): what the adapters return beside their own documents."""
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "abstained": self.abstained,
+            "final_action": self.final_action.value,
+            "retrieval_rounds": self.retrieval_rounds,
+            "tokens": {
+                "prompt": self.prompt_tokens,
+                "generated": self.generated_tokens,
+                "total": self.prompt_tokens + self.generated_tokens,
+            },
+            "trajectory": self.trajectory,
+            "mutations": [
+                {
+                    "kind": m.kind,
+                    "passage_ids": list(m.passage_ids),
+                    "step": m.step,
+                    "reason": m.reason,
+                }
+                for m in self.mutations
+            ],
+        }
+
 
 __all__ = [
     "BELIEF_NAMES",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
@@ -10,7 +11,7 @@ from contextlib import suppress
 from dataclasses import replace
 from typing import Any
 
-from neocorrag_core.chains.config import MinerConfig, MinerTuning, miner_settings
+from neocorrag_core.chains.config import MinerConfig, MinerTuning
 from neocorrag_core.chains.diagnosis import loss_stages
 from neocorrag_core.chains.focus import CUT_REASONS, focus_kept
 from neocorrag_core.chains.graph import EvidenceGraph
@@ -130,6 +131,14 @@ class EvidenceChainMiner:
     def _extractor(self, mode: str) -> QueryEntityExtractor:
         return self._extractors.setdefault(mode, QueryEntityExtractor(mode))
 
+    def tuned(self, **research: Any) -> EvidenceChainMiner:
+        """This miner with research settings changed (:class:`MinerTuning` fields), sharing
+        its models, triple source and caches: how the lab runs an ablation beside the
+        default (per-call overrides take ``config`` fields only)."""
+        other = copy.copy(self)
+        other.tuning = self.tuning.with_overrides(**research)
+        return other
+
     def warm_up(self) -> None:
         """Load now what a call would load on first use: the embedder (and its first
         forward pass), the LM when the configuration decodes with one, the query-entity
@@ -174,11 +183,14 @@ class EvidenceChainMiner:
     ) -> MiningResult:
         """Mine chains from ``passages`` (in retrieval order) and refine them for ``query``.
 
-        Keyword overrides change fields of the miner's ``config`` or ``tuning`` for this call
-        only, e.g. ``mine(q, ps, decoding="rank")``. Never returns an empty context for
-        non-empty input: with no triples, the passages pass through unchanged; with no
-        chain, the keep mode's link rules alone decide (``keep="paper"`` passes
-        through); ``result.fallback`` says why either way.
+        Keyword overrides change fields of the miner's ``config`` for this call only, e.g.
+        ``mine(q, ps, decoding="rank")``; a research setting (a
+        :class:`~neocorrag_core.chains.config.MinerTuning` field) is a ``ConfigError``: it
+        belongs to the miner, ``EvidenceChainMiner(config, tuning=...)``.
+
+        Never returns an empty context for non-empty input: with no triples, the passages
+        pass through unchanged; with no chain, the keep mode's link rules alone decide
+        (``keep="paper"`` passes through); ``result.fallback`` says why either way.
 
         ``diagnose=True`` also says, for each dropped passage, at which stage the chain
         pipeline lost it (``DroppedPassage.stage``; what the benchmark reports); it is
@@ -189,10 +201,10 @@ class EvidenceChainMiner:
         that holds its selected evidence, is kept even when no link rule keeps it
         (:func:`~neocorrag_core.chains.keep.refine_passages`).
         """
-        config, tuning = miner_settings(self.config, self.tuning, overrides)
+        config = self.config.with_overrides(**overrides) if overrides else self.config
         query = _validate_inputs(query, passages)
         return self.mine_unchecked(
-            query, list(passages), config, tuning, diagnose=diagnose, provenance=provenance
+            query, list(passages), config, self.tuning, diagnose=diagnose, provenance=provenance
         )
 
     def mine_unchecked(

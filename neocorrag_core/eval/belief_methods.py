@@ -105,8 +105,11 @@ class BeliefMethod:
         self, name: str, controller: BeliefController, overrides: Mapping[str, Any] | None = None
     ) -> None:
         self.name = name
-        self.controller = controller
-        self.overrides = dict(overrides or {})
+        changes = dict(overrides or {})
+        research = {k: changes.pop(k) for k in list(changes) if k in BeliefTuning.field_names()}
+        # An ablation's research settings are the controller's; the rest change each call.
+        self.controller = controller.tuned(**research) if research else controller
+        self.overrides = changes
 
     def refine(self, call: MethodInput) -> MethodOutput:
         """Run the episode; the controller's final evidence and answer are the output."""

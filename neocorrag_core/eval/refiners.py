@@ -25,6 +25,7 @@ from neocorrag_core.chains.miner import EvidenceChainMiner
 from neocorrag_core.eval.protocol import BuildContext, MethodInput, MethodOutput
 from neocorrag_core.rendering import chain_text
 from neocorrag_core.types import MiningResult, Passage
+from neocorrag_core.validation import clean_text
 
 NEOCORRAG_METHODS: dict[str, dict[str, Any]] = {
     f"neocorrag-{mode}": {"keep": mode} for mode in KEEP_MODES
@@ -123,7 +124,11 @@ class NeocorragMethod:
             self.memo.clear()  # the runner goes question by question: keep memory flat
         result = self.memo.get(key)
         if result is None:
-            result = self.miner.mine(question, passages, diagnose=True, **shared)
+            # The lab's switches name research fields too: the settings are built here, as a
+            # miner constructed with them would hold them, not passed as per-call overrides.
+            config, tuning = miner_settings(self.miner.config, self.miner.tuning, shared)
+            asked = clean_text(question)  # as mine() reads it
+            result = self.miner.mine_unchecked(asked, passages, config, tuning, diagnose=True)
             self.memo[key] = result
             return replace(result, **block)
         # A reused result: its recorded timings, not this call's ~0 s, are the method's cost.

@@ -9,6 +9,7 @@ the residual searches of a round concurrently and the LM steps in a worker threa
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 from collections.abc import Generator, Sequence
@@ -51,7 +52,7 @@ from neocorrag_core.triples.precomputed import triple_source_or_default, vector_
 from neocorrag_core.types import Passage
 from neocorrag_core.validation import clean_text
 
-from .config import ReformulationConfig, ReformulationTuning, reformulation_settings
+from .config import ReformulationConfig, ReformulationTuning
 from .propositions import build_propositions, relation_sentences
 from .ranking import (
     chain_links,
@@ -184,6 +185,14 @@ class EvidenceReformulator:
         self.vectors = vector_cache_of(self.triple_source, vectors, "EvidenceReformulator")
         self.models = models or LazyModels(embedder, lm, show_progress=show_progress)
 
+    def tuned(self, **research: Any) -> EvidenceReformulator:
+        """This engine with research settings changed (:class:`ReformulationTuning`
+        fields), sharing its models, triple source and caches: how the lab runs a variant
+        beside the default (per-call overrides take ``config`` fields only)."""
+        other = copy.copy(self)
+        other.tuning = self.tuning.with_overrides(**research)
+        return other
+
     # ------------------------------------------------------------------ drivers
 
     def retrieve(
@@ -192,7 +201,9 @@ class EvidenceReformulator:
         """The top-``k`` passages for ``question`` after evidence-guided reformulation.
 
         ``search(query, n)`` is called for the question and for each residual query.
-        Keyword overrides change fields of ``config`` or ``tuning`` for this call only.
+        Keyword overrides change fields of ``config`` for this call only; a research setting
+        (a :class:`~neocorrag_core.evireform.config.ReformulationTuning` field) is a
+        ``ConfigError``: it belongs to the engine, ``EvidenceReformulator(tuning=...)``.
         Lone surrogates in ``question`` (text that is not valid Unicode) are replaced by
         U+FFFD before anything sees it, ``search`` included.
         """
@@ -235,7 +246,9 @@ class EvidenceReformulator:
     def _settings(
         self, overrides: dict[str, Any]
     ) -> tuple[ReformulationConfig, ReformulationTuning]:
-        return reformulation_settings(self.config, self.tuning, overrides)
+        """The call's settings: ``config`` with the per-call ``overrides`` (user fields only)."""
+        config = self.config.with_overrides(**overrides) if overrides else self.config
+        return config, self.tuning
 
     # ------------------------------------------------------------------ the loop
 
@@ -594,7 +607,6 @@ class EvidenceReformulator:
         queries: Sequence[ReformulationQuery],
         passages: Sequence[Passage],
         k: int = 5,
-        **overrides: Any,
     ) -> list[RankedPassage]:
         """Score ``passages`` with given queries (stages d-f only; no search, no LM).
 
@@ -611,7 +623,7 @@ class EvidenceReformulator:
             raise InputError("queries must start with the original question")
         if isinstance(passages, (str, bytes)) or not all(isinstance(p, Passage) for p in passages):
             raise InputError("passages must be a list of Passage")
-        _, tuning = self._settings(overrides)
+        tuning = self.tuning
         state = _State(question, queries=list(queries), limits=self.limits)
         # The passages are the original question's results: shared names look among them.
         state.add_results(0, passages)

@@ -10,7 +10,7 @@ copying only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ from neocorrag_core.records.keys import (
     NOTES,
     NUM_CANDIDATES,
     RETRIEVAL_RANK,
+    RUN_KEYS,
     TIMINGS,
 )
 from neocorrag_core.rendering import chain_text
@@ -141,4 +142,33 @@ def refinement_records(
     return RefinementRecords(kept, run, block, sorted(sources))
 
 
-__all__ = ["KeptRecord", "RefinementRecords", "refinement_records"]
+def run_metadata(refined: Sequence[Any]) -> dict[str, Any]:
+    """The metadata of the whole call (:data:`~neocorrag_core.records.keys.RUN_KEYS`) in
+    one refined output.
+
+    ``refined`` is what a refiner returned (LangChain documents or LlamaIndex nodes: any
+    objects with a ``metadata`` dict). The keys sit on the first kept document when there
+    is no chain document (the default ``chain_format="none"``; a block with no text, as
+    ``"linking"`` gives when every chain sits in one kept document;
+    ``include_chains=False``), otherwise on the chain document. ``{}`` for an output that
+    carries none (not refined by neocorrag, or trimmed by a later step).
+    """
+    return run_metadata_of([d.metadata for d in refined])
+
+
+def run_metadata_of(metadata: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`run_metadata` given the metadata dict of each document of the output, in
+    order: for a caller that has read them already (the evidence picture)."""
+    carriers = [m for m in metadata if CHAINS in m]
+    chain_docs = [m for m in carriers if m.get(IS_EVIDENCE_CHAINS) is True]
+    found: Mapping[str, Any] = (chain_docs or carriers or [{}])[0]
+    return {key: found[key] for key in RUN_KEYS if key in found}
+
+
+__all__ = [
+    "KeptRecord",
+    "RefinementRecords",
+    "refinement_records",
+    "run_metadata",
+    "run_metadata_of",
+]

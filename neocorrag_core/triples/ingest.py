@@ -11,6 +11,11 @@ spec (or a picklable extractor object), a store path and a few settings: it pick
 small, so a LlamaIndex ingestion worker process receives it and loads the extractor's
 model and opens the store itself, on first use. Several processes may write one store at
 the same time (WAL mode; the first writer of a passage wins).
+
+The transforms' keywords are :class:`IngestSettings`, documented here once;
+:meth:`TripleAnnotator.from_settings` checks them. :func:`check_items` and
+:func:`recorded_ids` are the rest of what a transform does before it hands the annotator
+its passages.
 """
 
 from __future__ import annotations
@@ -19,11 +24,12 @@ import json
 import logging
 import os
 import pickle
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, get_args
 
-from neocorrag_core.errors import ConfigError
+from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.once import LoadOnce
+from neocorrag_core.records.documents import check_sequence
 from neocorrag_core.triples.extractor import TripleExtractor
 from neocorrag_core.triples.factory import extractor_spec, make_extractor
 from neocorrag_core.triples.precomputed import METADATA_KEY, has_metadata_triples
@@ -35,7 +41,7 @@ from neocorrag_core.triples.store import (
 )
 from neocorrag_core.triples.vectors import embed_graph_texts
 from neocorrag_core.types import Passage, Triple
-from neocorrag_core.validation import check_bool, check_choice, check_int
+from neocorrag_core.validation import check_bool, check_choice, check_int, clean_text
 
 if TYPE_CHECKING:
     from neocorrag_core.models.embedder import TextEmbedder
@@ -45,6 +51,57 @@ logger = logging.getLogger(__name__)
 MetadataFormat = Literal["list", "json"]
 METADATA_FORMATS: tuple[str, ...] = get_args(MetadataFormat)
 MEMORY_STORE = ":memory:"
+
+
+class IngestSettings(TypedDict, total=False):
+    """The keywords of both ingestion transforms, LangChain's ``TripleExtractorTransformer``
+    and LlamaIndex's ``TripleExtractorTransform`` (each a :class:`TripleAnnotator` setting).
+    A bad setting is a :class:`~neocorrag_core.errors.ConfigError`; a store that cannot be
+    opened or written is a :class:`~neocorrag_core.errors.StoreError` at the first call."""
+
+    extractor: str | TripleExtractor
+    """A spec (``"spacy"``, the default; ``"spacy:<pipeline>"``, ``"llm"``, ``"llm:<lm>"``)
+    or an extractor object (which must pickle to reach LlamaIndex worker processes)."""
+    store: str | os.PathLike[str] | None
+    """The triple store file; ``None`` (default): the default store (``NEOCORRAG_TRIPLE_STORE``
+    / ``NEOCORRAG_CACHE``), the one the query-time adapters read. ``":memory:"`` keeps the
+    triples in a store private to a LangChain transformer (the metadata still carries them;
+    such a transformer cannot be pickled); LlamaIndex refuses it, as worker processes could
+    not share it and the query side could not read it."""
+    metadata_format: MetadataFormat
+    """``"list"`` (default: ``[[subject, relation, object], ...]``) or ``"json"`` (that list as
+    one JSON string, for vector stores with flat metadata, e.g. Chroma)."""
+    batch_size: int
+    """Documents (nodes) per extraction batch and store transaction; default 32."""
+    embedder: str | Literal[False] | None
+    """Whose vectors of the node and triple texts are stored beside the triples, so queries
+    over these documents embed only the question: ``None`` (default), the bundled MiniLM the
+    query-time adapters use by default; a sentence-transformers name or folder (their
+    ``embedder=``); ``False`` for none."""
+    show_progress: bool
+    """A progress bar over the batches; default ``False``."""
+
+
+def check_items(owner: str, name: str, items: Any, cls: type, kind: str, takes: str) -> list[Any]:
+    """``items`` as a list, each an instance of ``cls``: an
+    :class:`~neocorrag_core.errors.InputError` unless ``items`` is a list or tuple (of
+    ``kind``), or naming the first item that is no ``cls`` (``owner`` takes ``takes``)."""
+    checked = check_sequence(owner, name, items, kind)
+    for i, item in enumerate(checked):
+        if not isinstance(item, cls):
+            raise InputError(f"{name}[{i}] is a {type(item).__name__}; {owner} takes {takes}")
+    return checked
+
+
+def recorded_ids(*ids: object) -> list[str]:
+    """The ids a passage is recorded under in the store (its own, its source document's):
+    each of ``ids`` that is a non-empty string, once, with lone surrogates replaced as in
+    the passage ids (:func:`~neocorrag_core.validation.clean_text`)."""
+    out: list[str] = []
+    for doc_id in ids:
+        if isinstance(doc_id, str) and doc_id and clean_text(doc_id) not in out:
+            out.append(clean_text(doc_id))
+    return out
 
 
 def encode_triples(triples: Sequence[Triple], metadata_format: MetadataFormat = "list") -> Any:
@@ -61,23 +118,13 @@ def encode_triples(triples: Sequence[Triple], metadata_format: MetadataFormat = 
 class TripleAnnotator:
     """Gives passages their triples through a store: read it first, extract what it lacks.
 
-    Args:
-        extractor: a spec string (``"spacy"``, ``"spacy:<pipeline>"``, ``"llm"``,
-            ``"llm:<lm>"``; see :func:`~neocorrag_core.triples.factory.make_extractor`) or
-            an extractor object. A spec is what travels to worker processes; an object must
-            pickle to travel.
-        store: the store file (``None``: :func:`~neocorrag_core.triples.store.default_store_path`,
-            resolved now so every worker writes the same file). ``":memory:"`` is a private
-            store of this object only; such an annotator cannot be pickled.
-        metadata_format: ``"list"`` or ``"json"`` (see :func:`encode_triples`).
-        batch_size: passages per extraction batch (and per store transaction).
-        embedder: whose vectors of the node and triple texts are stored beside the triples
-            (so queries over these documents embed only the question): ``None``, the
-            bundled MiniLM the adapters use, or a sentence-transformers name or folder
-            (what the query side's ``embedder=`` is); ``False`` stores no vectors. Without
-            the bundled model's package the triples are still stored, with one warning.
-        show_progress: a progress bar over the batches.
-        owner: the name error messages use (the transform built on this annotator).
+    The settings are those of :class:`IngestSettings`, plus ``owner``, the name error
+    messages use (the transform built on this annotator). A spec extractor (see
+    :func:`~neocorrag_core.triples.factory.make_extractor`) is what travels to worker
+    processes; an object must pickle to travel. ``store=None`` is resolved now
+    (:func:`~neocorrag_core.triples.store.default_store_path`), so every worker writes the
+    same file; with ``":memory:"`` the annotator cannot be pickled. Without the bundled
+    embedder's package the triples are still stored, with one warning.
 
     Raises :class:`~neocorrag_core.errors.ConfigError` for a bad setting. Nothing is
     loaded or opened here: the store and the extractor's model are opened by the first
@@ -133,6 +180,26 @@ class TripleAnnotator:
         self.embedder = embedder
         self._source: LoadOnce[CachedTripleSource] = LoadOnce()
         self._embedder: LoadOnce[TextEmbedder | None] = LoadOnce()
+
+    @classmethod
+    def from_settings(
+        cls, owner: str, settings: Mapping[str, Any], *, shared: bool = False
+    ) -> TripleAnnotator:
+        """The annotator of the ingestion transform ``owner``, from its keywords
+        (:class:`IngestSettings`): an unknown one is a ``TypeError``, a bad value a
+        ``ConfigError``. ``shared``: the store must be one that worker processes and the
+        query side can open, so ``":memory:"`` is refused."""
+        unknown = sorted(set(settings) - set(IngestSettings.__annotations__))
+        if unknown:
+            raise TypeError(f"{owner}() got unexpected keyword argument(s): {', '.join(unknown)}")
+        store = settings.get("store")
+        if shared and isinstance(store, str) and store.strip() == MEMORY_STORE:
+            raise ConfigError(
+                f"{owner}: store=':memory:' cannot be used: ingestion worker processes cannot "
+                "share it and the query-time adapters cannot read it; pass a file path, or "
+                "None for the default store"
+            )
+        return cls(**settings, owner=owner)
 
     @property
     def extractor(self) -> str | TripleExtractor:
@@ -271,5 +338,21 @@ class TripleAnnotator:
         """:func:`encode_triples` in this annotator's ``metadata_format``."""
         return encode_triples(triples, self.metadata_format)
 
+    def metadata_values(
+        self, passages: Sequence[Passage], document_ids: Sequence[Sequence[str]] | None = None
+    ) -> list[Any]:
+        """:meth:`annotate`, each passage's triples as its ``metadata["triples"]`` value
+        (:meth:`encode`), or ``None`` for one that keeps the value it has."""
+        found = self.annotate(passages, document_ids)
+        return [None if triples is None else self.encode(triples) for triples in found]
 
-__all__ = ["METADATA_FORMATS", "MetadataFormat", "TripleAnnotator", "encode_triples"]
+
+__all__ = [
+    "METADATA_FORMATS",
+    "IngestSettings",
+    "MetadataFormat",
+    "TripleAnnotator",
+    "check_items",
+    "encode_triples",
+    "recorded_ids",
+]

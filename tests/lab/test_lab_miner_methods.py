@@ -27,8 +27,8 @@ def test_no_filter_ablation_reuses_the_beam_chains(tiny_lm):
         lm=tiny_lm,
     )
     calls = []
-    original = miner.mine
-    miner.mine = lambda *a, **kw: calls.append(kw) or original(*a, **kw)
+    original = miner.mine_unchecked
+    miner.mine_unchecked = lambda *a, **kw: calls.append(a[2]) or original(*a, **kw)
     beam, no_filter = build_methods(["neocorrag-beam", "ablation-no-filter"], BuildContext(miner))
     question = "What is the capital of Mountrail where Van Hook Township is?"
     call = MethodInput(question, passages, lambda query, k: passages[:k], len(passages))
@@ -74,8 +74,8 @@ def test_chain_block_variants_reuse_one_mining_and_differ_only_in_the_block():
         MinerConfig(tau_edge=0.1, tau_boost=0.1, top_n=1), embedder=bag_of_words_embedder()
     )
     calls = []
-    original = miner.mine
-    miner.mine = lambda *a, **kw: calls.append(kw) or original(*a, **kw)
+    original = miner.mine_unchecked
+    miner.mine_unchecked = lambda *a, **kw: calls.append(a[2]) or original(*a, **kw)
     names = [
         "neocorrag-recall-two-chains",
         "neocorrag-recall-full-chains",
@@ -89,8 +89,8 @@ def test_chain_block_variants_reuse_one_mining_and_differ_only_in_the_block():
     question = "What is the capital of Mountrail where Van Hook Township is?"
     call = MethodInput(question, passages, lambda query, k: passages[:k], len(passages))
     outputs = [m.refine(call) for m in (two, full, none, linking, one, default)]
-    assert len(calls) == 1 and "chain_format" not in calls[0]
-    assert "max_chain_lines" not in calls[0]
+    assert len(calls) == 1 and calls[0].chain_format == miner.config.chain_format
+    assert calls[0].max_chain_lines == miner.config.max_chain_lines
     assert len({tuple(p.id for p in o.passages) for o in outputs}) == 1
     assert outputs[1].chain_text.startswith("Evidence chains:\n1. ")
     # The format methods show every line (the fixture's full block has three).

@@ -51,6 +51,7 @@ from neocorrag_core.belief import (
 )
 from neocorrag_core.belief.chains import CHAIN_PASSAGE_TITLE
 from neocorrag_core.belief.config import BeliefTuning
+from neocorrag_integrations._belief import BeliefAdapter
 from neocorrag_integrations.langchain import BeliefRAG, as_chat_model
 from neocorrag_integrations.llama_index import BeliefQueryEngine
 
@@ -155,7 +156,7 @@ HOPEFUL = AnswerabilityCalibrator(
 )
 
 
-def scripted(verifier=None, **config) -> BeliefController:
+def scripted(verifier=None, tuning=None, **config) -> BeliefController:
     return BeliefController(
         verifier=verifier or Verifier(),
         generator=Generator(),
@@ -164,6 +165,7 @@ def scripted(verifier=None, **config) -> BeliefController:
         calibrator=SUPPORT,
         after_search=HOPEFUL,
         config=BeliefConfig(**{"k": 2, **config}),
+        tuning=tuning,
     )
 
 
@@ -365,6 +367,24 @@ def test_langchain_invoke_keywords_override_the_config_for_that_call():
     assert rag.invoke(QUESTION)["retrieval_rounds"] == 2
     with pytest.raises(ConfigError, match="unknown BeliefConfig"):
         rag.invoke(QUESTION, max_roundz=1)
+
+
+def test_langchain_a_call_takes_user_settings_only_research_ones_go_to_a_controller():
+    retriever = lc_retriever()
+    rag = BeliefRAG(retriever, controller=scripted())
+    hint = r"conflict_threshold: research setting.*BeliefController\(\.\.\., tuning="
+    with pytest.raises(ConfigError, match=hint):
+        rag.invoke(QUESTION, conflict_threshold=0.6)
+    with pytest.raises(ConfigError, match="correct_problems: research setting"):
+        asyncio.run(rag.ainvoke(QUESTION, correct_problems=False))
+    assert retriever.queries == []  # refused before any search
+    one = rag.invoke(QUESTION, k=1)  # k is a user setting: a call may change it
+    assert one["trajectory"][0]["retrieved_ids"] == ["hop1"]
+    # The ablation through the constructor the lab uses: no correction, "bad" stays.
+    ablated = scripted(tuning=BeliefTuning(correct_problems=False))
+    out = BeliefRAG(lc_retriever(), controller=ablated).invoke(QUESTION)
+    assert "verify" not in [step["action"] for step in out["trajectory"]]
+    assert "bad" in [d.id for d in out["documents"]]
 
 
 @pytest.mark.parametrize(
@@ -578,7 +598,7 @@ def test_langchain_refined_answer_hides_the_noise_from_the_answer_prompt_only():
 def test_langchain_refinement_turned_on_per_call_uses_the_adapters_miner():
     miner = EvidenceChainMiner(MinerConfig(**MINER_CONFIG), embedder=HashedBagOfWords())
     rag = BeliefRAG(lc_retriever(), RoleChat(), models=miner, calibrator=SUPPORT)
-    assert rag._engine.answer_miner is miner  # built with nothing refining yet
+    assert rag._setup.answer_miner is miner  # built with nothing refining yet
     llm = rag.llm
     rag.invoke(QUESTION, refine_answer="all", verify="always")
     answers = [p for p in llm.prompts if "Answer the question using the documents" in p]
@@ -616,7 +636,7 @@ def test_langchain_bad_settings_are_config_errors():
         BeliefRAG(retriever, controller="mine")
     assert BeliefRAG(retriever, RoleChat(), k=3, embedder=HashedBagOfWords()).config.k == 3
     rag = BeliefRAG(retriever, RoleChat(), after_search=HOPEFUL, embedder=HashedBagOfWords())
-    assert rag._engine.controller.after_search is HOPEFUL
+    assert rag.controller.after_search is HOPEFUL
 
 
 # ------------------------------------------------------------------------------------------
@@ -781,7 +801,7 @@ def test_a_preset_generator_starts_from_its_own_settings():
         "refine_answer": "first-search",
     }
     assert preset_settings(None) == {} and preset_settings(object()) == {}
-    bigger = BeliefRAG(LCScripted(), "qwen-1.5b", embedder=HashedBagOfWords(), config={"k": 3})
+    bigger = BeliefRAG(LCScripted(), "qwen-1.5b", embedder=HashedBagOfWords(), k=3)
     assert bigger.config.min_searches == 2 and bigger.config.k == 3
     told = BeliefQueryEngine(
         LIScripted(), "qwen-1.5b", embedder=HashedBagOfWords(), config={"min_searches": 1}
@@ -832,3 +852,53 @@ def test_llama_index_a_dropped_node_stays_dropped_when_the_retriever_makes_fresh
     assert len(texts) == len(set(texts))  # and no page twice under two random ids
     actions = [step["action"] for step in response.metadata["trajectory"]]
     assert actions[:3] == ["retrieve", "verify", "retrieve"]  # dropped, then replaced
+
+
+# ------------------------------------------------------------------------------------------
+# Both adapters: one way to set k, user settings only, the shared properties
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config", [{"k": 3}, {"k": 5, "max_rounds": 2}, BeliefConfig(k=3)])
+def test_k_is_set_with_the_adapters_k_keyword_not_in_config(config):
+    with pytest.raises(ConfigError, match=r"BeliefRAG\.config: k is set with BeliefRAG's own k="):
+        BeliefRAG(LCScripted(), RoleChat(), embedder=HashedBagOfWords(), config=config)
+    with pytest.raises(ConfigError, match=r"BeliefQueryEngine\(\.\.\., k="):
+        BeliefQueryEngine(LIScripted(), RoleLLM(), embedder=HashedBagOfWords(), config=config)
+
+
+def test_the_k_keyword_beside_a_config_dict_or_a_whole_belief_config():
+    whole = BeliefConfig(max_rounds=2)  # k at its default: the keyword sets it
+    rag = BeliefRAG(LCScripted(), RoleChat(), embedder=HashedBagOfWords(), config=whole, k=3)
+    assert rag.config == replace(whole, k=3)
+    engine = BeliefQueryEngine(
+        LIScripted(), RoleLLM(), embedder=HashedBagOfWords(), config={"max_rounds": 2}, k=2
+    )
+    assert engine.config.k == 2 and engine.config.max_rounds == 2
+    assert BeliefRAG(LCScripted(), RoleChat(), embedder=HashedBagOfWords()).config.k == 5
+
+
+def test_research_settings_in_an_adapters_config_name_the_controller_way_in():
+    hint = r"BeliefRAG\.config: conflict_threshold: research setting.*controller="
+    with pytest.raises(ConfigError, match=hint):
+        BeliefRAG(LCScripted(), RoleChat(), config={"conflict_threshold": 0.6})
+    with pytest.raises(ConfigError, match="blend: research setting"):
+        BeliefQueryEngine(LIScripted(), RoleLLM(), config={"blend": 0.5})
+
+
+def test_both_adapters_have_the_same_belief_properties():
+    for make, retriever, chat in (
+        (BeliefRAG, LCScripted(), RoleChat()),
+        (BeliefQueryEngine, LIScripted(), RoleLLM()),
+    ):
+        miner = EvidenceChainMiner(MinerConfig(**MINER_CONFIG), embedder=HashedBagOfWords())
+        adapter = make(retriever, chat, chains_for_verifier=True, miner=miner, k=3)
+        assert isinstance(adapter, BeliefAdapter)
+        assert adapter.llm is chat
+        assert adapter.config.k == 3 and adapter.controller.config is adapter.config
+        assert adapter.chains_for_verifier
+        assert isinstance(adapter.controller.verifier, ChainEvidenceVerifier)
+        custom = scripted()
+        given = make(retriever, controller=custom)
+        assert given.controller is custom and given.config is custom.config
+        assert given.llm is None and not given.chains_for_verifier

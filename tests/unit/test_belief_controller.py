@@ -222,7 +222,7 @@ def test_a_skipped_verifier_also_skips_the_correction():
     result = quiet.run(QUESTION, Retriever())
     assert verifier.calls == 0 and Action.VERIFY not in actions(result)
     # Prune-only corrections need no search, so there the verifier is asked.
-    pruned = quiet.run(QUESTION, Retriever(), replace_dropped=False)
+    pruned = quiet.tuned(replace_dropped=False).run(QUESTION, Retriever())
     assert verifier.calls >= 1 and Action.VERIFY in actions(pruned)
 
 

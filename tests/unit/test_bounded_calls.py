@@ -295,18 +295,18 @@ def test_the_compressor_makes_no_passage_of_a_document_past_the_cap(
     from conftest import HashedBagOfWords
     from langchain_core.documents import Document
 
-    from neocorrag_integrations import _common
+    from neocorrag_core.records import documents
     from neocorrag_integrations.langchain import NeocorRAGCompressor
     from neocorrag_integrations.metadata_keys import run_metadata
 
     made: list[str] = []
-    real = _common.passage
+    real = documents.passage
 
-    def counted(pid: str, fields: _common.Fields) -> Passage:
+    def counted(pid: str, fields: documents.Fields) -> Passage:
         made.append(pid)
         return real(pid, fields)
 
-    monkeypatch.setattr(_common, "passage", counted)
+    monkeypatch.setattr(documents, "passage", counted)
     docs = [
         Document(id=p.id, page_content=p.text, metadata={"title": p.title, "triples": t})
         for p, t in (

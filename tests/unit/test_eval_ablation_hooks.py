@@ -70,7 +70,7 @@ def test_no_filter_keeps_every_passage_and_still_adds_chains():
     )
     query = "What is the capital of the county where Van Hook Township is located?"
     filtered = miner.mine(query, passages)
-    kept_all = miner.mine(query, passages, filter_passages=False)
+    kept_all = miner.tuned(filter_passages=False).mine(query, passages)
     assert len(filtered.passages) < 4
     assert [p.id for p in kept_all.passages] == ["p1", "p2", "p3", "p4"]
     assert all(k.reason is KeepReason.PASSTHROUGH for k in kept_all.kept)

@@ -287,7 +287,7 @@ def test_async_matches_sync(bow_embedder):
 def test_rerank_control_retrieves_nothing_new(bow_embedder):
     reformulator = EvidenceReformulator(NO_LM, embedder=bow_embedder)
     search = BridgeSearch()
-    result = reformulator.retrieve(QUESTION, search, k=5, residual_retrieval=False)
+    result = reformulator.tuned(residual_retrieval=False).retrieve(QUESTION, search, k=5)
     assert len(search.calls) == 1
     assert "birth" not in {r.passage.id for r in result.passages}
     assert [q.kind for q in result.queries][:2] == ["original", "template"]
@@ -371,8 +371,11 @@ def test_bad_arguments_and_config():
         reformulator.retrieve("  ", BridgeSearch(), k=3)
     with pytest.raises(ValueError, match="k must be"):
         reformulator.retrieve(QUESTION, BridgeSearch(), k=0)
-    with pytest.raises(TypeError, match="unknown ReformulationConfig or ReformulationTuning"):
+    with pytest.raises(TypeError, match="unknown ReformulationConfig field"):
         reformulator.retrieve(QUESTION, BridgeSearch(), k=3, nonsense=1)
+    # research settings are the engine's (tuned / tuning=), never per call
+    with pytest.raises(ValueError, match=r"research setting.*tuning=ReformulationTuning"):
+        reformulator.retrieve(QUESTION, BridgeSearch(), k=3, ranking="mixed")
     with pytest.raises(ValueError, match="original_weight"):
         ReformulationTuning(original_weight=1.5)
     with pytest.raises(ValueError, match="selection"):
@@ -464,8 +467,8 @@ def test_rank_scores_propagates_over_linked_propositions():
 
 def test_rerank_control_runs_one_round_only(bow_embedder):
     reformulator = EvidenceReformulator(NO_LM, embedder=bow_embedder)
-    result = reformulator.retrieve(
-        QUESTION, BridgeSearch(), k=5, residual_retrieval=False, rounds=3
+    result = reformulator.tuned(residual_retrieval=False).retrieve(
+        QUESTION, BridgeSearch(), k=5, rounds=3
     )
     assert {q.round for q in result.queries} == {0, 1}
 

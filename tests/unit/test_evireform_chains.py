@@ -327,7 +327,7 @@ def test_chain_ranking_keeps_a_hop_that_the_mixed_score_drops(bow_embedder):
     # every fact is evidence, so the township's bridge is found beside the look-alikes
     tuning = ReformulationTuning(original_weight=0.9, evidence_margin=None, max_evidence=9)
     reformulator = EvidenceReformulator(NO_LM, tuning=tuning, embedder=bow_embedder)
-    mixed = reformulator.retrieve(QUESTION, search, k=5, ranking="mixed")
+    mixed = reformulator.tuned(ranking="mixed").retrieve(QUESTION, search, k=5)
     chains = reformulator.retrieve(QUESTION, search, k=5)
     assert "hop" in {p.id for p in mixed.pool}
     assert "hop" not in {r.passage.id for r in mixed.passages}
@@ -347,13 +347,13 @@ def test_chain_ranking_follows_the_title_a_chosen_passage_names(bow_embedder):
     reformulator = EvidenceReformulator(NO_LM, embedder=bow_embedder)
     followed = reformulator.rerank(QUESTION, queries, pool, k=3)
     # (shared names would reach the county too: the township names its title)
-    plain = reformulator.rerank(
-        QUESTION, queries, pool, k=3, follow_titles=False, follow_names=False
+    plain = reformulator.tuned(follow_titles=False, follow_names=False).rerank(
+        QUESTION, queries, pool, k=3
     )
     assert {"township", "county"} <= {r.passage.id for r in followed}
     assert "county" not in {r.passage.id for r in plain}
     assert "township" in {r.passage.id for r in plain}
-    mixed = reformulator.rerank(QUESTION, queries, pool, k=3, ranking="mixed")
+    mixed = reformulator.tuned(ranking="mixed").rerank(QUESTION, queries, pool, k=3)
     assert "county" not in {r.passage.id for r in mixed}  # the paper's top-k has no pointers
 
 
@@ -452,7 +452,7 @@ def test_anchors_keep_the_compared_entities_that_bridge_queries_push_out(bow_emb
         original_weight=0.1, evidence_margin=None, max_evidence=9, question_entity_queries=0
     )
     reformulator = EvidenceReformulator(NO_LM, tuning=tuning, embedder=bow_embedder)
-    plain = reformulator.retrieve(question, search, k=3, first_k=4, max_anchors=0)
+    plain = reformulator.tuned(max_anchors=0).retrieve(question, search, k=3, first_k=4)
     assert {"local", "for"}.isdisjoint(r.passage.id for r in plain.passages)
     anchored = reformulator.retrieve(question, search, k=3, first_k=4)
     assert {"local", "for"} <= {r.passage.id for r in anchored.passages}
@@ -516,7 +516,9 @@ def test_a_question_entity_the_first_search_missed_is_searched_and_kept(bow_embe
     assert "scholar" in {r.passage.id for r in result.passages}
 
     calls.clear()
-    off = reformulator.retrieve(SCHOLAR_Q, _scholar_search(calls), k=3, question_entity_queries=0)
+    off = reformulator.tuned(question_entity_queries=0).retrieve(
+        SCHOLAR_Q, _scholar_search(calls), k=3
+    )
     assert not [q for q in off.queries if q.kind == "question"]
     assert "scholar" not in {p.id for p in off.pool}
 

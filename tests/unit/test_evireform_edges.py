@@ -76,7 +76,7 @@ def test_rerank_follows_shared_names_among_the_passages_it_is_given(bow_embedder
     )
     shared = reformulator.rerank(QUESTION, queries, pool, k=3)
     assert {"township", "county"} <= {r.passage.id for r in shared}
-    plain = reformulator.rerank(QUESTION, queries, pool, k=3, follow_names=False)
+    plain = reformulator.tuned(follow_names=False).rerank(QUESTION, queries, pool, k=3)
     assert "county" not in {r.passage.id for r in plain}
 
 

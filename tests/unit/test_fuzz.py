@@ -146,6 +146,14 @@ def miner_for(query_entities: str = "ngram", *, with_lm: bool = False) -> Eviden
     )
 
 
+def mine_with(miner: EvidenceChainMiner, query: Any, passages: Any, **changes: Any) -> Any:
+    """``miner.mine`` with flat changes of either settings object: the research ones on a
+    tuned copy of the miner (a call takes ``MinerConfig`` fields only)."""
+    research = {k: v for k, v in changes.items() if k in MinerTuning.field_names()}
+    user = {k: v for k, v in changes.items() if k not in research}
+    return (miner.tuned(**research) if research else miner).mine(query, passages, **user)
+
+
 @functools.cache
 def compressor(chain_format: str = "none") -> NeocorRAGCompressor:
     config = {**ADAPTER_LOOSE, "chain_format": chain_format}
@@ -486,7 +494,7 @@ def test_mine_without_lm_returns_a_valid_result_and_leaves_inputs_alone(query, p
     miner = miner_for()
     config, _ = miner_settings(miner.config, miner.tuning, LOOSE)
     before = copy.deepcopy(passages)
-    result = miner.mine(query, passages, **LOOSE)
+    result = mine_with(miner, query, passages, **LOOSE)
     assert_unchanged(passages, before)
     check_mining_result(result, passages, config)
 
@@ -507,7 +515,7 @@ def test_mine_serves_oversized_titles_and_crowds_within_the_caps(query, passages
     miner = miner_for()
     config, _ = miner_settings(miner.config, miner.tuning, LOOSE)
     limits = miner.limits
-    result = miner.mine(query, everything, **LOOSE)
+    result = mine_with(miner, query, everything, **LOOSE)
     check_mining_result(result, everything, config)
     notes = " ".join(result.notes)
     if len(everything) > limits.max_documents:
@@ -523,7 +531,7 @@ def test_mine_with_beam_decoding_on_the_tiny_lm(query, passages):
     miner = miner_for(with_lm=True)
     overrides = {**LOOSE, "decoding": "beam", "beam_width": 3, "num_candidates": 8}
     before = copy.deepcopy(passages)
-    result = miner.mine(query, passages, **overrides)
+    result = mine_with(miner, query, passages, **overrides)
     assert_unchanged(passages, before)
     check_mining_result(result, passages, miner_settings(miner.config, miner.tuning, overrides)[0])
 
@@ -545,7 +553,7 @@ def test_mine_rejects_unusable_input_with_input_error(query, passages):
     """Whatever the query and passages, the miner answers or raises a documented error; it
     answers exactly the usable ones: a non-blank string query and a list or tuple of
     Passages with unique ids (an empty one included)."""
-    result, err = attempt(miner_for().mine, query, passages, **LOOSE)
+    result, err = attempt(mine_with, miner_for(), query, passages, **LOOSE)
     usable = (
         isinstance(query, str)
         and bool(query.strip())
@@ -589,7 +597,7 @@ def test_miner_config_is_usable_or_rejected_with_config_error(drawn):
     overrides = {**config.to_dict(), **tuning.to_dict()}
     del overrides["query_entities"]
     overrides["num_candidates"] = min(tuning.num_candidates, 8)  # keep LM decoding fast
-    result = miner.mine(QUERY, passages, **overrides)
+    result = mine_with(miner, QUERY, passages, **overrides)
     check_mining_result(result, passages, config)
 
 
@@ -992,7 +1000,7 @@ def test_long_runs_of_punctuation_or_spaces_cost_linear_time():
             metadata={"triples": [["Oslo", "capital of", "Norway"]]},
         ),
     ]
-    result = miner_for().mine("Where was Jane Roe born?" + " ." * 50_000, passages, **LOOSE)
+    result = mine_with(miner_for(), "Where was Jane Roe born?" + " ." * 50_000, passages, **LOOSE)
     assert result.chains and len(result.kept) == 2
     assert time.perf_counter() - started < 10.0  # quadratic was minutes; linear is well under 1 s
 
@@ -1007,7 +1015,7 @@ def test_a_huge_beta_saturates_the_path_score_instead_of_overflowing():
         Passage(pid, text, title, metadata={"triples": triples})
         for pid, title, text, triples in CORPUS
     ]
-    result = miner_for().mine(QUERY, passages, beta=1e300, tau_edge=0.0, tau_boost=0.0)
+    result = miner_for().tuned(beta=1e300).mine(QUERY, passages, tau_edge=0.0, tau_boost=0.0)
     assert result.chains and all(math.isfinite(c.search_score) for c in result.chains)
     scores = [c.search_score for c in result.chains]
     assert scores == sorted(scores, reverse=True)

@@ -38,12 +38,12 @@ from tiny_models import save_tiny_embedder
 
 from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.models import resolve_embedder
+from neocorrag_core.records.documents import read_passages, to_passages
 from neocorrag_core.triples import MetadataTripleSource, SpacyTripleExtractor, TripleAnnotator
 from neocorrag_core.triples.store import CachedTripleSource, TripleStore, text_sha256
 from neocorrag_core.types import Passage, Triple
 from neocorrag_integrations import langchain as lc_adapter
 from neocorrag_integrations import llama_index as li_adapter
-from neocorrag_integrations._common import read_fields, to_passages
 from neocorrag_integrations.langchain import TripleExtractorTransformer
 from neocorrag_integrations.langchain_ingest import document_passages
 from neocorrag_integrations.llama_index import TripleExtractorTransform
@@ -52,7 +52,7 @@ from neocorrag_integrations.llama_index_ingest import node_passages
 
 def adapter_passages(adapter: Any, documents: list[Any]) -> list[Passage]:
     """The passages a query-time adapter reads of ``documents``."""
-    return to_passages([read_fields(i, adapter._read(i, d)) for i, d in enumerate(documents)])
+    return read_passages(documents, adapter._read)
 
 
 TEXTS = {

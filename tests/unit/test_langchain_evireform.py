@@ -35,7 +35,7 @@ from pydantic import Field
 
 from neocorrag_core.errors import ConfigError, InputError
 from neocorrag_core.evireform import EvidenceReformulator, ReformulationConfig, RetrievalError
-from neocorrag_integrations._reformulation import ReformulationCall
+from neocorrag_core.records.calls import DocumentCall
 from neocorrag_integrations.langchain import (
     EvidenceReformulationRetriever,
     NeocorRAGCompressor,
@@ -215,7 +215,7 @@ def test_documents_without_ids_are_merged_by_content_and_appear_once():
 
 
 def test_ids_are_stable_per_document_and_shared_ids_with_different_text_stay_apart():
-    call = ReformulationCall(lambda position, fields: fields)  # documents as (id, text, ...)
+    call = DocumentCall(lambda position, fields: fields)  # documents as (id, text, ...)
     first = call.register([("a", "one", {}, None), (None, "two", {"title": "T"}, None)])
     again = call.register([(None, "two", {"title": "T"}, None), ("a", "one changed", {}, None)])
     assert first[0].id == "a" and first[1].id.startswith("sha256:")

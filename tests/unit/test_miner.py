@@ -12,6 +12,7 @@ from neocorrag_core import EvidenceChainMiner, InputError, KeepReason, MinerConf
 from neocorrag_core.chains.config import miner_settings
 from neocorrag_core.chains.path_search import search_paths
 from neocorrag_core.cli.app import print_result
+from neocorrag_core.errors import ConfigError
 from neocorrag_core.rendering import chain_text, result_context
 from neocorrag_core.types import LossStage
 
@@ -238,8 +239,11 @@ def test_empty_passages_give_empty_result_without_loading_models():
 def test_per_call_overrides_and_bad_inputs():
     miner = miner_for("none")
     assert miner.mine(QUERY, make_passages(), top_n=5).dropped == []
-    with pytest.raises(TypeError, match="unknown MinerConfig or MinerTuning field"):
+    with pytest.raises(TypeError, match="unknown MinerConfig field"):
         miner.mine(QUERY, make_passages(), bogus=1)
+    # Research settings are the miner's, never per call.
+    with pytest.raises(ConfigError, match=r"research setting.*tuning=MinerTuning"):
+        miner.mine(QUERY, make_passages(), filter_passages=False)
     with pytest.raises(ValueError, match="non-empty"):
         miner.mine("  ", make_passages())
     with pytest.raises(InputError, match="Passage"):

@@ -90,7 +90,7 @@ def test_a_source_trimmed_from_the_list_is_drawn_as_dropped():
 
 
 def test_two_relations_between_one_pair_share_one_label():
-    from neocorrag_integrations.viz import _pair_labels
+    from neocorrag_core.records.viz import _pair_labels
 
     facts = [
         ("A", "B", {"relation": "r1"}),
