@@ -21,6 +21,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ["NEOCORRAG_TRIPLE_STORE"] = str(
     Path(tempfile.mkdtemp(prefix="neocorrag-test-store-")) / "triples.sqlite"
 )
+# The embedder runs on PyTorch in tests unless a test asks for ONNX Runtime
+# (tests/unit/test_onnx_encoder.py, on its own cache): an export would land in the user's
+# NEOCORRAG_CACHE, and some tests count the texts sentence-transformers encodes.
+os.environ.setdefault("NEOCORRAG_EMBED_BACKEND", "torch")
 sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 
 # Tiny models run fastest single-threaded; on a busy 2-core machine torch's thread

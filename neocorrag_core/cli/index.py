@@ -77,6 +77,8 @@ def run_index(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if getattr(args, "embed_dtype", None):  # read where the embedder loads; workers inherit it
         os.environ["NEOCORRAG_EMBED_DTYPE"] = args.embed_dtype
+    if getattr(args, "embed_backend", None):
+        os.environ["NEOCORRAG_EMBED_BACKEND"] = args.embed_backend
     corpus = open_corpus(args.corpus, limit=args.limit)  # format errors before anything runs
     if args.extractor == "spacy" and args.spacy_model:
         check_spacy_pipeline(args.spacy_model)  # a typo must not leave an empty store
@@ -251,6 +253,14 @@ def add_index_parser(sub: Any) -> None:
         help="float format the vectors are computed in (NEOCORRAG_EMBED_DTYPE; default "
         "float32): bfloat16 embeds ~1.8x faster on a CPU with AMX, vectors within a cosine "
         "of 0.9999; auto: bfloat16 where the CPU computes it natively (docs/indexing.md)",
+    )
+    ix.add_argument(
+        "--embed-backend",
+        choices=["auto", "onnx", "torch"],
+        default=None,
+        help="what runs the embedder (NEOCORRAG_EMBED_BACKEND; default auto: ONNX Runtime "
+        "where the onnx extra is installed, the same vectors as PyTorch's, faster; else "
+        "PyTorch) (docs/indexing.md)",
     )
     ix.add_argument("--limit", type=at_least_one, default=None, help="first N unique passages only")
     ix.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from neocorrag_core.rendering import FACT_SENTENCE_CHARS, fact_sentences, lead_fact
 from neocorrag_core.text.capitals import capitalized_spans
@@ -92,12 +93,19 @@ def _names_near(sentence: str, at: int) -> tuple[str, ...]:
         position = max(position, start + len(segment))
         cursor = 0  # spans come in reading order: look for each after the previous one
         for span in capitalized_spans(segment):
-            first_word = re.compile(rf"(?<!\w){re.escape(span.split()[0])}(?!\w)")
-            found = first_word.search(segment, cursor)
+            found = _whole_word(span.split()[0]).search(segment, cursor)
             offset = found.start() if found else cursor
             cursor = found.end() if found else cursor
             (after if start + offset >= at else before).append(span)
     return tuple(dict.fromkeys([*after, *reversed(before)]))
+
+
+@lru_cache(maxsize=1024)
+def _whole_word(word: str) -> re.Pattern[str]:
+    """The pattern of ``word`` as a whole word, kept compiled: the names of the sentences a
+    process reads are more distinct words than :mod:`re`'s own cache (512 patterns) holds,
+    which would compile most of them again on every call."""
+    return re.compile(rf"(?<!\w){re.escape(word)}(?!\w)")
 
 
 def _from_triple(triple: Triple, passage_id: str) -> Proposition:

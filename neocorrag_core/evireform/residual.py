@@ -99,16 +99,40 @@ _DATE_WORDS = _MONTHS | {"ad", "bc", "bce", "ce", "st", "nd", "rd", "th", "s", "
 
 def match_key(text: str, *, fold_case: bool = True) -> str:
     """Comparison key: accents removed, case-folded (unless ``fold_case=False``: a name as
-    written) words joined by single spaces."""
-    plain = unicodedata.normalize("NFKD", text)
-    plain = "".join(ch for ch in plain if not unicodedata.combining(ch))
+    written) words joined by single spaces.
+
+    ASCII text is its own NFKD form and has no combining marks, so it skips both steps;
+    other text drops its marks through one ``str.translate`` (the rankings call this on
+    every passage text of the pool)."""
+    plain = text
+    if not text.isascii():
+        plain = unicodedata.normalize("NFKD", text).translate(_NO_COMBINING)
     return " ".join(_WORD.findall(plain.casefold() if fold_case else plain))
+
+
+class _CombiningMarks(dict[int, int | None]):
+    """A ``str.translate`` table that deletes combining characters and keeps the others,
+    filled as characters are met (a code point is looked up in :mod:`unicodedata` once),
+    up to :data:`_MAX_CODE_POINTS` of them (text made of more distinct characters gets
+    the rest looked up each time)."""
+
+    def __missing__(self, code: int) -> int | None:
+        kept = None if unicodedata.combining(chr(code)) else code
+        if len(self) < _MAX_CODE_POINTS:
+            self[code] = kept
+        return kept
+
+
+_MAX_CODE_POINTS = 16384
+
+
+_NO_COMBINING = _CombiningMarks()
 
 
 def is_date_or_number(key: str) -> bool:
     """``1991``, ``17 january 1969``, ``1990s``, ``january 2001``: no use as a search."""
     words = key.split()
-    if not any(ch.isdigit() for ch in key):
+    if not any(map(str.isdigit, key)):
         return False
     return all(w in _DATE_WORDS or w.rstrip("sthndr").isdigit() or w.isdigit() for w in words)
 

@@ -25,6 +25,7 @@ from .cpu import threads_for_batch
 from .embedder import EncodeFn, LazyEmbedder, TextEmbedder
 from .errors import _EMBEDDER_SPEC_HELP, MissingDependencyError, ModelLoadError
 from .hf import _cause, _hf_offline, _looks_like_local_path, _offline_note, _quiet_model_load
+from .onnx_encoder import onnx_encoder
 from .presets import BUNDLED_EMBEDDER_NAME, BUNDLED_EXTRA_HINT
 
 
@@ -57,6 +58,8 @@ def _sentence_transformer_encoder(
     ``None``: as ``NEOCORRAG_EMBED_DTYPE`` says (:func:`embed_in_bf16`; float32 by default).
     """
     use_bf16 = embed_in_bf16(model) if bf16 is None else bf16
+    if not use_bf16 and (fast := onnx_encoder(model, batch_size=batch_size)) is not None:
+        return fast  # ONNX Runtime: the same vectors (module docstring of onnx_encoder)
 
     def encode(texts: list[str]) -> np.ndarray:
         with threads_for_batch(len(texts)), _autocast(use_bf16):  # few texts: one thread

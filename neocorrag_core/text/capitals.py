@@ -23,13 +23,13 @@ STOPWORDS = frozenset(
 (:func:`~neocorrag_core.chains.query_entities.ngram_entities`)."""
 
 
-_POSSESSIVE = re.compile(r"['’]s$")
+_POSSESSIVE_ENDS = ("'s", "’s")
 
 
 def word_tokens(text: str) -> list[str]:
     """The words (and numbers) of ``text``, a possessive "'s" and trailing dots and
     apostrophes removed ("Love's" -> "Love", "Inc." -> "Inc")."""
-    tokens = (_POSSESSIVE.sub("", t) for t in _TOKEN.findall(text))
+    tokens = (t[:-2] if t.endswith(_POSSESSIVE_ENDS) else t for t in _TOKEN.findall(text))
     return [t.rstrip(".'’") or t for t in tokens]
 
 

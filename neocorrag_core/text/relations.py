@@ -85,12 +85,24 @@ def _stem(word: str) -> str:
     return word[:PREFIX]
 
 
+def _group_stems() -> dict[str, frozenset[str]]:
+    """Word of :data:`_EQUIVALENT` -> the stems of every group it is in."""
+    index: dict[str, frozenset[str]] = {}
+    for group in _EQUIVALENT:
+        stems = frozenset(_stem(w) for w in group)
+        for word in group:
+            index[word] = index.get(word, frozenset()) | stems
+    return index
+
+
+_GROUP_STEMS = _group_stems()
+"""Looked up once per word of a text: the rules read every word of every sentence of a pool."""
+
+
 def _equivalents(word: str) -> set[str]:
     """The stems a word of a text stands for: its own and its equivalents'."""
     stems = {_stem(word)}
-    for group in _EQUIVALENT:
-        if word in group:
-            stems.update(_stem(w) for w in group)
+    stems.update(_GROUP_STEMS.get(word, ()))
     return stems
 
 

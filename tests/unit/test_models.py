@@ -694,3 +694,19 @@ def test_index_embed_dtype_flag_reaches_the_embedder(monkeypatch: pytest.MonkeyP
     assert os.environ["NEOCORRAG_EMBED_DTYPE"] == "bfloat16"
     with pytest.raises(SystemExit):
         parser.parse_args(["index", "corpus.json", "--embed-dtype", "int8"])
+
+
+def test_index_embed_backend_flag_reaches_the_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from neocorrag_core.cli.index import add_index_parser
+
+    parser = argparse.ArgumentParser()
+    add_index_parser(parser.add_subparsers())
+    args = parser.parse_args(["index", "missing.json", "--embed-backend", "onnx"])
+    monkeypatch.delenv("NEOCORRAG_EMBED_BACKEND", raising=False)  # restored after the test
+    with pytest.raises(Exception):  # noqa: B017 - the corpus is missing; the flag came first
+        args.func(args)
+    assert os.environ["NEOCORRAG_EMBED_BACKEND"] == "onnx"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["index", "corpus.json", "--embed-backend", "gpu"])
