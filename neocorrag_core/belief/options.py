@@ -302,7 +302,7 @@ class BeliefSetup:
                 f"{where}: {', '.join(research)}: research setting(s) of BeliefTuning, "
                 f"not BeliefConfig fields; {_TUNING_HINT}"
             )
-        config = with_config(where, base, changes)
+        config = changes if isinstance(changes, BeliefConfig) else with_config(where, base, given)
         return config if k is None else config.with_overrides(k=int(k))
 
 

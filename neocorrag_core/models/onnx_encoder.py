@@ -139,9 +139,13 @@ class _OnnxEncoder:
             return session
 
     def __call__(self, texts: list[str]) -> np.ndarray:
+        import torch
+
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        threads = 1 if len(texts) <= SMALL_BATCH else max(1, os.cpu_count() or 1)
+        # As the PyTorch encoder: one thread for a query, torch's count (OMP_NUM_THREADS, the
+        # process's CPUs) for a batch, so a run pinned to a core stays on it.
+        threads = 1 if len(texts) <= SMALL_BATCH else max(1, torch.get_num_threads())
         session = self._session(threads)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out: list[np.ndarray] = [np.empty(0)] * len(texts)
