@@ -94,7 +94,7 @@ def main() -> None:
         adjacency = sparse.bmat([[links, incidence.T], [incidence, None]], format="csr")
         degree = np.asarray(adjacency.sum(axis=0)).ravel()
         inverse = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
-        object.__setattr__(graph, "transition", (adjacency @ sparse.diags(inverse)).tocsr())
+        object.__setattr__(graph, "transition", (adjacency @ sparse.diags(inverse)).tocsc())
 
     def fetch(hashes, graph):
         return {h: by_hash[h] for h in hashes if h in by_hash}

@@ -104,6 +104,7 @@ def run_index(args: argparse.Namespace) -> int:
             flush=True,
         )
 
+    evicted_before = store.evicted_vectors() if embedder is not None else 0
     try:
         report = index_corpus(
             corpus,
@@ -123,6 +124,8 @@ def run_index(args: argparse.Namespace) -> int:
         f"extracted now {report.extracted} | triples written {report.triples_written} | "
         f"vectors computed {report.vectors_computed} | {time.perf_counter() - started:.1f} s"
     )
+    if embedder is not None and not store.read_only:
+        _warn_evictions(store, store.evicted_vectors() - evicted_before)
     skipped = f", {corpus.skipped} rows without text skipped" if corpus.skipped else ""
     print(
         f"{args.corpus}: {corpus.passages} unique passages read, {corpus.duplicates} "
@@ -133,6 +136,31 @@ def run_index(args: argparse.Namespace) -> int:
         print("interrupted: run the same command again to resume", file=sys.stderr)
         return 130
     return 0
+
+
+def _warn_evictions(store: Any, evicted: int) -> None:
+    """Say so when the store's byte bound evicted vectors while this run indexed: the store
+    cannot hold the corpus's vectors, and queries over those passages embed them again."""
+    if evicted <= 0:
+        return
+    from neocorrag_core.triples.store_vectors import VECTOR_ROW_OVERHEAD
+
+    kept = store.vector_summary()
+    count = sum(v["vectors"] for v in kept.values())
+    per_row = (sum(v["bytes"] for v in kept.values()) // max(count, 1)) + VECTOR_ROW_OVERHEAD
+    needed = store.max_vector_bytes + evicted * per_row
+    print(
+        f"warning: the store's vectors reached its bound ({_gib(store.max_vector_bytes)}): "
+        f"{evicted} vectors, the least recently used, were evicted while indexing, so queries "
+        "over their passages embed those texts again. To keep every vector, raise the bound "
+        f"and run the same command again (it fills the missing vectors): "
+        f"NEOCORRAG_MAX_VECTOR_BYTES={needed} ({_gib(needed)}; docs/indexing.md)",
+        file=sys.stderr,
+    )
+
+
+def _gib(value: int) -> str:
+    return f"{value / 2**30:.1f} GiB"
 
 
 def _vector_embedder(args: argparse.Namespace) -> Any:

@@ -4,7 +4,8 @@ handed on, including passages no query returned.
 
 - :mod:`~neocorrag_core.graph.corpus_graph`: the graph, read from the triple store and
   rebuilt when the store changes.
-- :mod:`~neocorrag_core.graph.propagation`: personalized PageRank on a sparse matrix.
+- :mod:`~neocorrag_core.graph.propagation`: personalized PageRank on a sparse matrix, near
+  the seeds (a push whose cost does not grow with the corpus) or over the whole graph.
 - :mod:`~neocorrag_core.graph.selection`: seeds and the ranking of passages.
 - :mod:`~neocorrag_core.graph.consolidation`: the stage: returned passages in, ``k`` out.
 - :mod:`~neocorrag_core.graph.retriever`: the search's candidates chosen on the graph.
@@ -12,7 +13,7 @@ handed on, including passages no query returned.
 
 from neocorrag_core.graph.consolidation import FetchFn, GraphConsolidator, GraphSelection
 from neocorrag_core.graph.corpus_graph import CorpusGraph, CorpusGraphCache, build_corpus_graph
-from neocorrag_core.graph.propagation import personalized_pagerank
+from neocorrag_core.graph.propagation import LocalWalk, local_pagerank, personalized_pagerank
 from neocorrag_core.graph.retriever import (
     DEFAULT_CANDIDATES,
     GraphRetriever,
@@ -31,9 +32,11 @@ __all__ = [
     "GraphRetriever",
     "GraphSelection",
     "GraphSettings",
+    "LocalWalk",
     "build_corpus_graph",
     "fetch_by_document_ids",
     "graph_of",
+    "local_pagerank",
     "personalized_pagerank",
     "rank_passages",
     "seed_vector",

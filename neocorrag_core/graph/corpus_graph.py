@@ -54,8 +54,10 @@ class CorpusGraph:
     (:func:`~neocorrag_core.triples.store_graph.graph_signature`)."""
     passage_index: dict[str, int] = field(init=False, repr=False, compare=False)
     entity_index: dict[str, int] = field(init=False, repr=False, compare=False)
-    transition: sparse.csr_matrix = field(init=False, repr=False, compare=False)
-    """Column-stochastic ``(E+P) x (E+P)`` matrix of the graph's random walk."""
+    transition: sparse.csc_matrix = field(init=False, repr=False, compare=False)
+    """Column-stochastic ``(E+P) x (E+P)`` matrix of the graph's random walk, stored by
+    columns: the local walk (:func:`~neocorrag_core.graph.propagation.local_pagerank`)
+    reads only the columns of the nodes it pushes from."""
     entity_passage_counts: np.ndarray = field(init=False, repr=False, compare=False)
     """How many passages name each entity (a common entity seeds less: HippoRAG 2's node
     specificity)."""
@@ -70,7 +72,7 @@ class CorpusGraph:
         )
         degree = np.asarray(adjacency.sum(axis=0)).ravel()
         inverse = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
-        set_(self, "transition", (adjacency @ sparse.diags(inverse)).tocsr())
+        set_(self, "transition", (adjacency @ sparse.diags(inverse)).tocsc())
         counts = np.asarray(incidence.sum(axis=0)).ravel()
         set_(self, "entity_passage_counts", counts)
 

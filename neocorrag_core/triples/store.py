@@ -432,6 +432,13 @@ class TripleStore:
         """Vectors stored per embedder identity: ``{"vectors": n, "bytes": b}``."""
         return store_vectors.vector_summary(self)
 
+    def evicted_vectors(self) -> int:
+        """How many vectors the byte bound (:attr:`max_vector_bytes`) has evicted from this
+        store since it was made, in every process that wrote to it. A count that grows while
+        a corpus is indexed means the store cannot hold the corpus's vectors: queries over
+        the evicted passages embed those texts again (``neocorrag index`` warns)."""
+        return store_vectors.evicted_vectors(self)
+
     def stats(self) -> dict[str, dict[str, int]]:
         """Passages and triples stored per ``extractor@version``."""
         with self._transaction(write=False, action="count the triples of") as conn:

@@ -137,7 +137,7 @@ def _vector_bytes(conn: sqlite3.Connection) -> int:
 def _evict_vectors(conn: sqlite3.Connection, at_least: int) -> int:
     """Delete the least recently used vectors until ``at_least`` bytes are freed; returns the
     bytes freed (as the bound counts them)."""
-    freed = 0
+    freed = evicted = 0
     while freed < at_least:
         candidates = conn.execute(
             "SELECT embedder, text_key, length(vector) FROM vectors ORDER BY used LIMIT 1000"
@@ -151,7 +151,28 @@ def _evict_vectors(conn: sqlite3.Connection, at_least: int) -> int:
             if freed >= at_least:
                 break
         conn.executemany("DELETE FROM vectors WHERE embedder = ? AND text_key = ?", victims)
+        evicted += len(victims)
+    if evicted:
+        conn.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('vectors_evicted', ?)",
+            (str(_evicted(conn) + evicted),),
+        )
     return freed
+
+
+def _evicted(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'vectors_evicted'").fetchone()
+    return int(row[0]) if row is not None and str(row[0]).isdigit() else 0
+
+
+def evicted_vectors(store: TripleStore) -> int:
+    """:meth:`TripleStore.evicted_vectors
+    <neocorrag_core.triples.store.TripleStore.evicted_vectors>`: vectors the byte bound has
+    evicted from this store since it was made (0 for a store without vectors)."""
+    if store.schema_version < 3:
+        return 0
+    with store._transaction(write=False, action="read the vector evictions of") as conn:
+        return _evicted(conn)
 
 
 def _vector_stats(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
@@ -165,6 +186,7 @@ __all__ = [
     "DEFAULT_MAX_VECTOR_BYTES",
     "VECTOR_DTYPE",
     "VECTOR_ROW_OVERHEAD",
+    "evicted_vectors",
     "get_vectors",
     "put_vectors",
     "vector_summary",

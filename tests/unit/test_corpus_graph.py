@@ -18,7 +18,9 @@ from neocorrag_core.graph import (
     build_corpus_graph,
     fetch_by_document_ids,
     graph_of,
+    local_pagerank,
     personalized_pagerank,
+    rank_passages,
 )
 from neocorrag_core.triples import MetadataTripleSource, TripleStore
 from neocorrag_core.triples.cached import CachedTripleSource
@@ -240,3 +242,113 @@ def test_llama_index_graph_retriever_fetches_by_id_and_marks_it(source, bow_embe
     assert FOUND_BY_GRAPH in found[1].node.excluded_llm_metadata_keys
     assert asyncio.run(retriever.aretrieve(QUESTION))[1].node.node_id == "mother"
     assert FOUND_BY_GRAPH not in stored["mother"].metadata
+
+
+def _random_graph(
+    seed: int = 0, size: int = 120, isolated: int = 3
+) -> tuple[sparse.csc_matrix, np.ndarray]:
+    """A random weighted undirected graph (weights >= 1) with a few isolated nodes: its
+    column-stochastic transition (by columns) and each node's weighted degree."""
+    rng = np.random.default_rng(seed)
+    linked = size - isolated
+    a = rng.integers(0, linked, 3 * linked)
+    b = rng.integers(0, linked, 3 * linked)
+    keep = a != b
+    w = rng.integers(1, 4, keep.sum()).astype(np.float64)
+    adjacency = sparse.coo_matrix(
+        (np.r_[w, w], (np.r_[a[keep], b[keep]], np.r_[b[keep], a[keep]])), shape=(size, size)
+    ).tocsc()
+    degree = np.asarray(adjacency.sum(axis=0)).ravel()
+    inverse = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
+    return (adjacency @ sparse.diags(inverse)).tocsc(), degree
+
+
+@pytest.mark.parametrize("damping", [0.5, 0.8])
+def test_local_walk_is_within_its_stated_bound_of_the_global_walk(damping):
+    transition, degree = _random_graph()
+    epsilon = 1e-4
+    seeds = np.array([0, 5, 5, 40, transition.shape[0] - 1])  # a repeat, an isolated node
+    weights = np.array([1.0, 0.5, 0.5, 2.0, 0.3])
+    reset = np.bincount(seeds, weights=weights, minlength=transition.shape[0])
+    exact = personalized_pagerank(
+        transition, reset, damping=damping, tolerance=1e-15, max_iterations=2000
+    )
+    walk = local_pagerank(transition, seeds, weights, damping=damping, epsilon=epsilon)
+    local = np.zeros_like(exact)
+    local[walk.nodes] = walk.scores
+    gap = exact - local
+    assert gap.min() > -1e-12  # never above the exact score
+    assert gap.sum() == pytest.approx(walk.error, abs=1e-10)  # the L1 error, exactly
+    assert walk.error == pytest.approx(1.0 - walk.scores.sum(), abs=1e-10)
+    assert (gap <= damping * epsilon * degree / (1 - damping) + 1e-12).all()
+    assert walk.work <= 1 / ((1 - damping) * epsilon)
+    assert list(walk.nodes) == sorted(walk.nodes) and (walk.scores > 0).all()
+    # smaller epsilon, closer; the dense form is the same walk
+    finer = local_pagerank(transition, seeds, weights, damping=damping, epsilon=1e-8)
+    assert finer.error < walk.error
+    dense = personalized_pagerank(transition, reset, damping=damping, epsilon=epsilon)
+    assert np.allclose(dense, local, rtol=0, atol=1e-15)
+    # another sparse format is converted, not misread
+    by_rows = local_pagerank(transition.tocsr(), seeds, weights, damping=damping, epsilon=epsilon)
+    assert np.array_equal(by_rows.nodes, walk.nodes)
+    assert np.allclose(by_rows.scores, walk.scores, rtol=0, atol=1e-15)
+
+
+def test_epsilon_zero_is_exactly_the_global_walk(source):
+    transition, _ = _random_graph(seed=1)
+    reset = np.zeros(transition.shape[0])
+    reset[[2, 7]] = [1.0, 3.0]
+    assert np.array_equal(
+        personalized_pagerank(transition, reset, epsilon=0.0),
+        personalized_pagerank(transition, reset),
+    )
+    with pytest.raises(ValueError, match="epsilon"):
+        personalized_pagerank(transition, reset, epsilon=-1.0)
+    with pytest.raises(ValueError, match=r"GraphSettings\.epsilon"):
+        GraphSettings(epsilon=-1e-7)
+    # the graph stage: the local walk (default) picks what the global one picks
+    graph = CorpusGraphCache(source.store, source.key).get()
+    reset = np.zeros(graph.num_nodes)
+    reset[graph.entity_index["moon harbor"]] = 1.0
+    exact = rank_passages(graph, reset, settings=GraphSettings(epsilon=0.0), limit=6)
+    local = rank_passages(graph, reset, settings=GraphSettings(), limit=6)
+    assert [(p.passage, p.via) for p in local] == [(p.passage, p.via) for p in exact]
+    assert [p.score for p in local] == pytest.approx([p.score for p in exact], abs=1e-6)
+    assert text_sha256(MOTHER) in [p.passage for p in local]
+
+
+def test_local_walk_never_gives_mass_to_a_component_without_seeds():
+    first, _ = _random_graph(seed=2, size=60, isolated=0)
+    second, _ = _random_graph(seed=3, size=50, isolated=0)
+    transition = sparse.block_diag([first, second], format="csc")
+    walk = local_pagerank(transition, [0, 10], [1.0, 1.0], epsilon=1e-12)
+    assert walk.nodes.max() < 60 and walk.reached <= 60
+    assert walk.scores.sum() == pytest.approx(1.0, abs=1e-9)
+    reset = np.zeros(110)
+    reset[[0, 10]] = 1.0
+    assert not personalized_pagerank(transition, reset, epsilon=1e-6)[60:].any()
+
+
+def test_the_walks_do_not_mutate_their_inputs():
+    transition, _ = _random_graph(seed=4)
+    before = [transition.data.copy(), transition.indices.copy(), transition.indptr.copy()]
+    nodes = np.array([3, 9, 9])
+    weights = np.array([2.0, 1.0, 1.0])
+    reset = np.zeros(transition.shape[0])
+    reset[[3, 9]] = [2.0, 2.0]
+    kept = (nodes.copy(), weights.copy(), reset.copy())
+    local_pagerank(transition, nodes, weights, epsilon=1e-6)
+    local_pagerank(transition.tocsr(), nodes, weights, epsilon=1e-6)
+    personalized_pagerank(transition, reset, epsilon=1e-6)
+    personalized_pagerank(transition, reset)
+    after = [transition.data, transition.indices, transition.indptr]
+    assert all(np.array_equal(x, y) for x, y in zip(before, after, strict=True))
+    assert all(np.array_equal(x, y) for x, y in zip(kept, (nodes, weights, reset), strict=True))
+    assert transition.format == "csc"
+    # no seed weight: nothing, as the global walk
+    empty = local_pagerank(transition, [1], [0.0])
+    assert len(empty.nodes) == 0 and empty.error == 0.0
+    with pytest.raises(ValueError, match="non-negative"):
+        local_pagerank(transition, [1], [-1.0])
+    with pytest.raises(ValueError, match="epsilon"):
+        local_pagerank(transition, [1], [1.0], epsilon=0.0)

@@ -82,6 +82,38 @@ def test_index_then_rerun_then_mine_from_the_store(tmp_path: Path, capsys) -> No
     assert any("Mountrail County" in chain.text for chain in result.chains)
 
 
+def test_index_warns_when_the_store_evicts_vectors_while_indexing(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    embedder = ("--embedder", str(save_tiny_embedder(tmp_path / "tiny_embedder")))
+    monkeypatch.setenv("NEOCORRAG_MAX_VECTOR_BYTES", "1000")  # a handful of vectors
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps(CORPUS), encoding="utf-8")
+    store = tmp_path / "store.sqlite"
+    args = ["index", str(corpus), "--store", str(store), "--quiet", "--batch-size", "1"]
+    assert main([*args, *embedder]) == 0
+    err = capsys.readouterr().err
+    evicted = TripleStore(store).evicted_vectors()
+    assert evicted > 0
+    assert f"{evicted} vectors, the least recently used, were evicted while indexing" in err
+    assert "NEOCORRAG_MAX_VECTOR_BYTES=" in err
+    monkeypatch.setenv("NEOCORRAG_MAX_VECTOR_BYTES", str(2**30))  # as the warning says
+    assert main([*args, *embedder]) == 0  # the stored passages' missing vectors filled
+    captured = capsys.readouterr()
+    assert "evicted" not in captured.err
+    assert "vectors computed 0 " not in captured.out
+
+
+def test_index_with_room_for_every_vector_does_not_warn(tmp_path: Path, capsys) -> None:
+    embedder = ("--embedder", str(save_tiny_embedder(tmp_path / "tiny_embedder")))
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps(CORPUS), encoding="utf-8")
+    store = tmp_path / "store.sqlite"
+    assert main(["index", str(corpus), "--store", str(store), "--quiet", *embedder]) == 0
+    assert "evicted" not in capsys.readouterr().err
+    assert TripleStore(store).evicted_vectors() == 0
+
+
 def test_index_resumes_after_a_partial_run(tmp_path: Path, capsys) -> None:
     out = run_index(tmp_path, capsys, "--limit", "2")
     assert "extracted now 2" in out

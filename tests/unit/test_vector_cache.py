@@ -97,6 +97,7 @@ def test_vectors_are_bounded_in_bytes_least_recently_used_first(tmp_path: Path) 
     emb.embed([f"text {i}" for i in range(8, 14)], cache=store)
     kept = store.vector_summary()["test-bow@1"]
     assert kept["vectors"] <= 10 and kept["vectors"] >= 6
+    assert store.evicted_vectors() == 14 - kept["vectors"]  # counted, for index's warning
     fresh, enc = embedder()
     fresh.embed([f"text {i}" for i in range(8, 14)], cache=store)
     assert enc.seen == []  # the newest survived the eviction
