@@ -37,7 +37,9 @@ def softmax_scores(scores: Sequence[float] | np.ndarray, temperature: float) -> 
     values = np.asarray(scores, dtype=float)
     if values.size == 0:
         return values
-    weights = np.exp((values - values.max()) / temperature)
+    # a tiny temperature sends the others to -inf, whose exp is the limit wanted: 0
+    with np.errstate(over="ignore"):
+        weights = np.exp((values - values.max()) / temperature)
     return np.asarray(weights / weights.sum())
 
 

@@ -551,3 +551,12 @@ def test_lm_path_question_query_carries_the_relation_words_too(bow_embedder, tin
     ]
     assert asked_for_him(lm_only) == asked_for_him(no_lm)
     assert asked_for_him(lm_only) == ["Said Ashour born according"]  # not the bare name
+
+
+def test_a_tiny_temperature_concentrates_the_mass_without_a_warning() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        weights = softmax_scores([0.2, 0.9, 0.5], 1e-310)
+    assert weights.tolist() == [0.0, 1.0, 0.0]
