@@ -18,6 +18,7 @@ import importlib.util
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -211,8 +212,6 @@ def _exported(auto_model: Any) -> Path:
         sample = torch.ones((2, 4), dtype=torch.long)
         axes = {name: {0: "batch", 1: "tokens"} for name in (*_INPUTS, "last_hidden_state")}
         partial = path.with_suffix(f".{os.getpid()}.partial")
-        import warnings
-
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the exporter's tracer warnings
             torch.onnx.export(

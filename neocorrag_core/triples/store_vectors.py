@@ -93,7 +93,7 @@ def put_vectors(store: TripleStore, embedder_id: str, vectors: Mapping[bytes, np
     row_bytes = sum(len(r[2]) + VECTOR_ROW_OVERHEAD for r in rows) // len(rows)
     with store._transaction(action="write vectors to") as conn:
         added = conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?, ?)", rows).rowcount
-        total = _vector_bytes(conn) + max(added, 0) * row_bytes
+        total = _meta_count(conn, "vector_bytes") + max(added, 0) * row_bytes
         if total > store.max_vector_bytes:
             total -= _evict_vectors(conn, total - (store.max_vector_bytes * 9) // 10)
         conn.execute(
@@ -129,8 +129,9 @@ def _today() -> int:
     return int(time.time() // 86400)
 
 
-def _vector_bytes(conn: sqlite3.Connection) -> int:
-    row = conn.execute("SELECT value FROM meta WHERE key = 'vector_bytes'").fetchone()
+def _meta_count(conn: sqlite3.Connection, key: str) -> int:
+    """A count the store keeps in its ``meta`` table (0 when absent or not a count)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return int(row[0]) if row is not None and str(row[0]).isdigit() else 0
 
 
@@ -155,14 +156,9 @@ def _evict_vectors(conn: sqlite3.Connection, at_least: int) -> int:
     if evicted:
         conn.execute(
             "INSERT OR REPLACE INTO meta VALUES ('vectors_evicted', ?)",
-            (str(_evicted(conn) + evicted),),
+            (str(_meta_count(conn, "vectors_evicted") + evicted),),
         )
     return freed
-
-
-def _evicted(conn: sqlite3.Connection) -> int:
-    row = conn.execute("SELECT value FROM meta WHERE key = 'vectors_evicted'").fetchone()
-    return int(row[0]) if row is not None and str(row[0]).isdigit() else 0
 
 
 def evicted_vectors(store: TripleStore) -> int:
@@ -172,7 +168,7 @@ def evicted_vectors(store: TripleStore) -> int:
     if store.schema_version < 3:
         return 0
     with store._transaction(write=False, action="read the vector evictions of") as conn:
-        return _evicted(conn)
+        return _meta_count(conn, "vectors_evicted")
 
 
 def _vector_stats(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:

@@ -679,34 +679,27 @@ def test_embed_dtype_is_float32_unless_asked(
     assert not np.array_equal(full, half)
 
 
-def test_index_embed_dtype_flag_reaches_the_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("flag", "value", "variable", "bad"),
+    [
+        ("--embed-dtype", "bfloat16", "NEOCORRAG_EMBED_DTYPE", "int8"),
+        ("--embed-backend", "onnx", "NEOCORRAG_EMBED_BACKEND", "gpu"),
+    ],
+)
+def test_index_embed_flags_reach_the_embedder(
+    monkeypatch: pytest.MonkeyPatch, flag: str, value: str, variable: str, bad: str
+) -> None:
     import argparse
 
     from neocorrag_core.cli.index import add_index_parser
 
     parser = argparse.ArgumentParser()
     add_index_parser(parser.add_subparsers())
-    args = parser.parse_args(["index", "missing.json", "--embed-dtype", "bfloat16"])
-    assert args.embed_dtype == "bfloat16"
-    monkeypatch.delenv("NEOCORRAG_EMBED_DTYPE", raising=False)  # restored after the test
+    args = parser.parse_args(["index", "missing.json", flag, value])
+    assert getattr(args, flag[2:].replace("-", "_")) == value
+    monkeypatch.delenv(variable, raising=False)  # restored after the test
     with pytest.raises(Exception):  # noqa: B017 - the corpus is missing; the flag came first
         args.func(args)
-    assert os.environ["NEOCORRAG_EMBED_DTYPE"] == "bfloat16"
+    assert os.environ[variable] == value
     with pytest.raises(SystemExit):
-        parser.parse_args(["index", "corpus.json", "--embed-dtype", "int8"])
-
-
-def test_index_embed_backend_flag_reaches_the_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
-    import argparse
-
-    from neocorrag_core.cli.index import add_index_parser
-
-    parser = argparse.ArgumentParser()
-    add_index_parser(parser.add_subparsers())
-    args = parser.parse_args(["index", "missing.json", "--embed-backend", "onnx"])
-    monkeypatch.delenv("NEOCORRAG_EMBED_BACKEND", raising=False)  # restored after the test
-    with pytest.raises(Exception):  # noqa: B017 - the corpus is missing; the flag came first
-        args.func(args)
-    assert os.environ["NEOCORRAG_EMBED_BACKEND"] == "onnx"
-    with pytest.raises(SystemExit):
-        parser.parse_args(["index", "corpus.json", "--embed-backend", "gpu"])
+        parser.parse_args(["index", "corpus.json", flag, bad])
